@@ -1,0 +1,81 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { CronJob } from 'cron';
+import {
+  CLEANUP_JOB_NAME,
+  IDEMPOTENCY_RESOLVED_OPTIONS,
+  IDEMPOTENCY_STORE,
+} from './idempotency.constants.js';
+import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
+import type { CleanupResult, IdempotencyStore } from './interfaces/idempotency-store.interface.js';
+
+/**
+ * Deletes expired records. Registered as a cron job with the app's `SchedulerRegistry`
+ * (the app imports `ScheduleModule.forRoot()`); `run()` can also be called on demand.
+ */
+@Injectable()
+export class IdempotencyCleanupService implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('IdempotencyCleanup');
+  private job?: CronJob;
+  private running?: Promise<CleanupResult>;
+
+  constructor(
+    @Inject(IDEMPOTENCY_RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    @Inject(IDEMPOTENCY_STORE) private readonly store: IdempotencyStore,
+    private readonly moduleRef: ModuleRef,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (!this.options.cleanup.enabled) return;
+    let registry: SchedulerRegistry;
+    try {
+      registry = this.moduleRef.get(SchedulerRegistry, { strict: false });
+    } catch {
+      this.logger.warn(
+        'ScheduleModule.forRoot() is not imported: expired idempotency records are not cleaned up on a schedule; call IdempotencyCleanupService.run() yourself',
+      );
+      return;
+    }
+    this.job = CronJob.from({
+      cronTime: this.options.cleanup.cron,
+      onTick: () => void this.run().catch((err: Error) => this.logger.error(`Cleanup failed: ${err.message}`)),
+      start: false,
+    });
+    registry.addCronJob(CLEANUP_JOB_NAME, this.job as never);
+    this.job.start();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.job?.stop();
+    await this.running?.catch(() => undefined);
+  }
+
+  /**
+   * Deletes expired records (older than `expires_at` plus retention) in batches. Only one app
+   * instance cleans at a time (PostgreSQL advisory lock); the others return `ran: false`.
+   */
+  run(): Promise<CleanupResult> {
+    this.running ??= this.store
+      .cleanup({
+        batchSize: this.options.cleanup.batchSize,
+        retentionSeconds: this.options.cleanup.retentionSeconds,
+      })
+      .then((result) => {
+        if (result.ran) {
+          this.logger.log(`Deleted ${result.deleted} expired idempotency records in ${result.batches} batches`);
+        } else {
+          this.logger.debug?.('Another instance holds the cleanup lock; skipped');
+        }
+        return result;
+      })
+      .finally(() => (this.running = undefined));
+    return this.running;
+  }
+}

@@ -1,0 +1,76 @@
+/** Why a key header was refused; becomes the problem's `detail`. */
+export class InvalidIdempotencyKeyError extends Error {}
+
+export const MAX_KEY_LENGTH = 255;
+
+/**
+ * Finds the key header in the raw header list (so a header sent twice is seen, not joined)
+ * and validates it. Returns undefined when the header is absent.
+ * Accepts a bare token or an RFC 8941 sf-string (`"..."`); both name the same key.
+ */
+export function parseIdempotencyKey(
+  rawHeaders: readonly string[],
+  lowerName: string,
+): string | undefined {
+  let value: string | undefined;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i];
+    if (name.length === lowerName.length && name.toLowerCase() === lowerName) {
+      if (value !== undefined) {
+        throw new InvalidIdempotencyKeyError(`The ${lowerName} header must be sent once`);
+      }
+      value = rawHeaders[i + 1];
+    }
+  }
+  if (value === undefined) return undefined;
+  const key = unquote(value.trim());
+  if (key.length === 0) throw new InvalidIdempotencyKeyError('The idempotency key is empty');
+  if (key.length > MAX_KEY_LENGTH) {
+    throw new InvalidIdempotencyKeyError(
+      `The idempotency key is longer than ${MAX_KEY_LENGTH} characters`,
+    );
+  }
+  return key;
+}
+
+function unquote(value: string): string {
+  if (!value.startsWith('"')) {
+    // A bare key: visible ASCII only, no list separators, no quotes.
+    for (let i = 0; i < value.length; i++) {
+      const c = value.charCodeAt(i);
+      if (c < 0x21 || c > 0x7e || c === 0x2c || c === 0x22) {
+        throw new InvalidIdempotencyKeyError(
+          'The idempotency key may only contain printable ASCII characters without spaces, commas or quotes (or be a quoted string)',
+        );
+      }
+    }
+    return value;
+  }
+  let out = '';
+  for (let i = 1; i < value.length; i++) {
+    const ch = value[i];
+    const c = value.charCodeAt(i);
+    if (ch === '\\') {
+      const next = value[i + 1];
+      if (next !== '"' && next !== '\\') {
+        throw new InvalidIdempotencyKeyError('The quoted idempotency key has an invalid escape');
+      }
+      out += next;
+      i++;
+    } else if (ch === '"') {
+      if (i !== value.length - 1) {
+        throw new InvalidIdempotencyKeyError(
+          'The quoted idempotency key has characters after its closing quote',
+        );
+      }
+      return out;
+    } else if (c < 0x20 || c > 0x7e) {
+      throw new InvalidIdempotencyKeyError(
+        'The idempotency key may only contain printable ASCII characters',
+      );
+    } else {
+      out += ch;
+    }
+  }
+  throw new InvalidIdempotencyKeyError('The quoted idempotency key has no closing quote');
+}

@@ -1,0 +1,25 @@
+/** DI token of the {@link IdempotencyStore} the interceptor talks to. */
+export const IDEMPOTENCY_STORE = Symbol('IDEMPOTENCY_STORE');
+
+/** DI token of the options after defaults were merged in (see `resolveIdempotencyOptions`). */
+export const IDEMPOTENCY_RESOLVED_OPTIONS = Symbol('IDEMPOTENCY_RESOLVED_OPTIONS');
+
+/** Reflect-metadata key that `@Idempotent()` writes on handlers and controllers. */
+export const IDEMPOTENT_METADATA = 'idempotency:options';
+
+/** Response header set on every replayed response. */
+export const REPLAYED_HEADER = 'Idempotent-Replayed';
+
+/** Name of the cron job registered with `SchedulerRegistry`. */
+export const CLEANUP_JOB_NAME = 'nestjs-pg-idempotency:cleanup';
+
+/** Problem `code` values; clients can branch on them. */
+export const ProblemCode = {
+  KeyMissing: 'idempotency_key_missing',
+  KeyInvalid: 'idempotency_key_invalid',
+  InProgress: 'request_in_progress',
+  Mismatch: 'idempotency_key_reused_with_different_params',
+  NotReplayable: 'idempotency_response_not_replayable',
+  StoreUnavailable: 'idempotency_store_unavailable',
+} as const;
+export type ProblemCode = (typeof ProblemCode)[keyof typeof ProblemCode];

@@ -1,0 +1,96 @@
+import { HttpException } from '@nestjs/common';
+import type { DataSource } from 'typeorm';
+import type {
+  IdempotencyModuleOptions,
+  IdempotencyRequest,
+  StoreIfFn,
+} from './interfaces/idempotency-module-options.interface.js';
+
+/** Every default of the library, in one place. */
+export const IDEMPOTENCY_DEFAULTS = {
+  ttlSeconds: 86_400,
+  headerName: 'Idempotency-Key',
+  leaseSeconds: 60,
+  maxHoldSeconds: 300,
+  retryAfterSeconds: 2,
+  replayHeaders: [
+    'content-type',
+    'content-language',
+    'content-disposition',
+    'location',
+    'link',
+    'etag',
+  ],
+  maxResponseBytes: 1_048_576,
+  mismatchStatus: 409 as 409 | 422,
+  tableName: 'idempotency_keys',
+  getUserId: (req: IdempotencyRequest) => req.user?.id,
+  fingerprint: (req: IdempotencyRequest) => req.body,
+  storeIf: ((status, error) =>
+    status < 500 &&
+    status !== 400 &&
+    status !== 422 &&
+    (error === undefined || error instanceof HttpException)) as StoreIfFn,
+  cleanup: {
+    enabled: true,
+    cron: '0 */10 * * * *',
+    batchSize: 5_000,
+    retentionSeconds: 0,
+  },
+};
+
+export interface ResolvedIdempotencyOptions
+  extends Required<Omit<IdempotencyModuleOptions, 'cleanup' | 'replayHeaders'>> {
+  dataSource: DataSource;
+  /** Lower-cased allow-list, never containing `set-cookie`. */
+  replayHeaders: ReadonlySet<string>;
+  cleanup: Required<NonNullable<IdempotencyModuleOptions['cleanup']>>;
+}
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$/;
+
+function positive(name: string, value: number): number {
+  if (!Number.isFinite(value) || value <= 0) {
+    throw new Error(`nestjs-pg-idempotency: ${name} must be a positive number, got ${value}`);
+  }
+  return value;
+}
+
+/** Merges user options over the defaults once, and rejects settings that cannot work. */
+export function resolveIdempotencyOptions(
+  options: IdempotencyModuleOptions,
+): ResolvedIdempotencyOptions {
+  if (!options?.dataSource) {
+    throw new Error('nestjs-pg-idempotency: the `dataSource` option is required');
+  }
+  const d = IDEMPOTENCY_DEFAULTS;
+  const tableName = options.tableName ?? d.tableName;
+  if (!IDENTIFIER.test(tableName)) {
+    throw new Error(`nestjs-pg-idempotency: invalid tableName ${JSON.stringify(tableName)}`);
+  }
+  const resolved: ResolvedIdempotencyOptions = {
+    dataSource: options.dataSource,
+    ttlSeconds: positive('ttlSeconds', options.ttlSeconds ?? d.ttlSeconds),
+    headerName: (options.headerName ?? d.headerName).toLowerCase(),
+    leaseSeconds: positive('leaseSeconds', options.leaseSeconds ?? d.leaseSeconds),
+    maxHoldSeconds: positive('maxHoldSeconds', options.maxHoldSeconds ?? d.maxHoldSeconds),
+    retryAfterSeconds: positive(
+      'retryAfterSeconds',
+      options.retryAfterSeconds ?? d.retryAfterSeconds,
+    ),
+    replayHeaders: new Set(
+      (options.replayHeaders ?? d.replayHeaders)
+        .map((h) => h.toLowerCase())
+        .filter((h) => h !== 'set-cookie'),
+    ),
+    maxResponseBytes: positive('maxResponseBytes', options.maxResponseBytes ?? d.maxResponseBytes),
+    mismatchStatus: options.mismatchStatus ?? d.mismatchStatus,
+    tableName,
+    getUserId: options.getUserId ?? d.getUserId,
+    fingerprint: options.fingerprint ?? d.fingerprint,
+    storeIf: options.storeIf ?? d.storeIf,
+    cleanup: { ...d.cleanup, ...options.cleanup },
+  };
+  positive('cleanup.batchSize', resolved.cleanup.batchSize);
+  return resolved;
+}

@@ -1,0 +1,145 @@
+import {
+  type CallHandler,
+  type ExecutionContext,
+  Inject,
+  Injectable,
+  Logger,
+  type NestInterceptor,
+} from '@nestjs/common';
+import { defer, from, mergeMap, type Observable, of } from 'rxjs';
+import {
+  IDEMPOTENCY_RESOLVED_OPTIONS,
+  IDEMPOTENCY_STORE,
+  ProblemCode,
+  REPLAYED_HEADER,
+} from './idempotency.constants.js';
+import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
+import { IdempotencyProblemException, PROBLEM_CONTENT_TYPE } from './idempotency.problems.js';
+import { InvalidIdempotencyKeyError, parseIdempotencyKey } from './idempotency-key.parser.js';
+import { IdempotentExecution } from './idempotent.execution.js';
+import { IdempotentRouteResolver, type IdempotentRoute } from './idempotent-route.resolver.js';
+import {
+  hijack,
+  rawHeaders,
+  rawResponse,
+  requestPath,
+  routeEndpoint,
+  setResponseHeader,
+} from './http-adapter.utils.js';
+import type { IdempotencyStore, StoredResponse } from './interfaces/idempotency-store.interface.js';
+import { fingerprintRequest } from './request-fingerprint.js';
+import { substituteResponse, writeStoredResponse } from './response-capture.js';
+
+/**
+ * HTTP glue: reads the key, asks the store to claim it, and either replays, refuses, or runs
+ * the handler under the claim. Routes without `@Idempotent()` pass straight through.
+ */
+@Injectable()
+export class IdempotencyInterceptor implements NestInterceptor {
+  private readonly logger = new Logger('Idempotency');
+  private readonly routes: IdempotentRouteResolver;
+
+  constructor(
+    @Inject(IDEMPOTENCY_RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    @Inject(IDEMPOTENCY_STORE) private readonly store: IdempotencyStore,
+  ) {
+    this.routes = new IdempotentRouteResolver(options);
+  }
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    if (context.getType() !== 'http') return next.handle();
+    const route = this.routes.resolve(context);
+    if (route === null) return next.handle();
+    const http = context.switchToHttp();
+    const req = http.getRequest();
+    const res = http.getResponse();
+
+    let key: string | undefined;
+    try {
+      key = parseIdempotencyKey(rawHeaders(req), this.options.headerName);
+    } catch (err) {
+      if (!(err instanceof InvalidIdempotencyKeyError)) throw err;
+      throw this.problem(res, 400, ProblemCode.KeyInvalid, err.message);
+    }
+    if (key === undefined) {
+      if (!route.required) return next.handle();
+      throw this.problem(res, 400, ProblemCode.KeyMissing, `This endpoint requires an ${this.options.headerName} header`);
+    }
+    const claimedKey = key;
+    return defer(() => from(this.claimAndRoute(route, req, res, claimedKey, next))).pipe(
+      mergeMap((result) => result),
+    );
+  }
+
+  private async claimAndRoute(
+    route: IdempotentRoute,
+    req: any,
+    res: any,
+    key: string,
+    next: CallHandler,
+  ): Promise<Observable<unknown>> {
+    const userId = this.options.getUserId(req);
+    const scope = {
+      key,
+      endpoint: route.endpoint ?? routeEndpoint(req),
+      userId: userId === undefined || userId === null ? '' : String(userId),
+    };
+    const requestHash = fingerprintRequest(req.method, requestPath(req), this.options.fingerprint(req));
+    let outcome;
+    try {
+      outcome = await this.store.claim({
+        ...scope,
+        requestHash,
+        ttlSeconds: route.ttlSeconds,
+        leaseSeconds: this.options.leaseSeconds,
+      });
+    } catch (err) {
+      this.logger.error(`Idempotency store unavailable; refusing ${scope.endpoint}: ${(err as Error).message}`);
+      throw this.problem(res, 503, ProblemCode.StoreUnavailable,
+        'The request was not processed because its idempotency key could not be checked; retry later with the same key',
+        { 'Retry-After': String(this.options.retryAfterSeconds) });
+    }
+    switch (outcome.type) {
+      case 'in_progress':
+        throw this.problem(res, 409, ProblemCode.InProgress,
+          'A request with this idempotency key is still being processed; retry after the delay in Retry-After',
+          { 'Retry-After': String(this.options.retryAfterSeconds) });
+      case 'mismatch':
+        throw this.problem(res, this.options.mismatchStatus, ProblemCode.Mismatch,
+          'This idempotency key was already used with a different request; use a new key for a new operation');
+      case 'completed':
+        return this.replay(route, res, outcome.response);
+      case 'claimed':
+        return new IdempotentExecution(this.options, this.store, this.logger, route, scope, outcome.lease)
+          .run(req, rawResponse(res), next);
+    }
+  }
+
+  private replay(route: IdempotentRoute, res: any, stored: StoredResponse): Observable<unknown> {
+    if (stored.body === null) {
+      throw this.problem(res, 409, ProblemCode.NotReplayable,
+        'The operation for this key already ran, but its response was too large to store',
+        {}, { original_status: stored.statusCode });
+    }
+    if (route.ownsResponse) {
+      hijack(res);
+      writeStoredResponse(rawResponse(res), stored, REPLAYED_HEADER);
+    } else {
+      substituteResponse(rawResponse(res), stored, REPLAYED_HEADER);
+    }
+    return of(undefined);
+  }
+
+  private problem(
+    res: any,
+    status: number,
+    code: ProblemCode,
+    detail: string,
+    headers: Record<string, string> = {},
+    extensions: Record<string, unknown> = {},
+  ): IdempotencyProblemException {
+    setResponseHeader(res, 'Content-Type', PROBLEM_CONTENT_TYPE);
+    for (const [name, value] of Object.entries(headers)) setResponseHeader(res, name, value);
+    return new IdempotencyProblemException(status, code, detail, headers, extensions);
+  }
+}

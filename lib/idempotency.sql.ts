@@ -1,0 +1,91 @@
+import { createHash } from 'node:crypto';
+
+/** `schema.table` → `"schema"."table"`; the name was validated when options were resolved. */
+export function quoteTable(tableName: string): string {
+  return tableName
+    .split('.')
+    .map((part) => `"${part}"`)
+    .join('.');
+}
+
+/**
+ * Every statement the store sends, built once per table. Values are always bind parameters;
+ * only the validated table identifier is spliced in. Time comes from the database (`now()`),
+ * so every app instance agrees on leases and expiry.
+ */
+export function buildStatements(tableName: string) {
+  const t = quoteTable(tableName);
+  const suffix = createHash('sha1').update(tableName).digest('hex').slice(0, 8);
+  // A row is stale (free to take over) when completed past its TTL, or in progress past its lease.
+  const stale = (alias: string) =>
+    `CASE WHEN ${alias}.status = 'completed' THEN ${alias}.expires_at <= now() ELSE ${alias}.locked_until <= now() END`;
+  const existing = `SELECT k.id, false AS claimed, k.status, k.request_hash = $4 AS same_request,
+       ${stale('k')} AS stale, k.status_code,
+       CASE WHEN k.request_hash = $4 THEN k.response_headers END AS response_headers,
+       CASE WHEN k.request_hash = $4 THEN k.response_raw END AS response_raw
+  FROM ${t} k
+ WHERE k.idempotency_key = $1 AND k.endpoint = $2 AND k.user_id = $3`;
+
+  return {
+    /** Claim, and in the same round trip the existing row when the claim conflicts. */
+    claim: {
+      name: `idem_claim_${suffix}`,
+      text: `WITH ins AS (
+  INSERT INTO ${t} (idempotency_key, endpoint, user_id, request_hash, owner_token, locked_until, expires_at)
+  VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6), now() + make_interval(secs => $7))
+  ON CONFLICT (idempotency_key, endpoint, user_id) DO NOTHING
+  RETURNING id
+)
+SELECT id, true AS claimed, NULL::varchar AS status, true AS same_request, false AS stale,
+       NULL::smallint AS status_code, NULL::jsonb AS response_headers, NULL::bytea AS response_raw
+  FROM ins
+UNION ALL
+${existing} AND NOT EXISTS (SELECT 1 FROM ins)`,
+    },
+    /** Read of the conflicting row when it was committed after the claim's snapshot. */
+    existing: {
+      name: `idem_existing_${suffix}`,
+      text: existing,
+    },
+    /** Atomic takeover of a stale row: only one of many concurrent callers matches. */
+    takeover: {
+      name: `idem_takeover_${suffix}`,
+      text: `UPDATE ${t} k
+   SET request_hash = $2, status = 'in_progress', owner_token = $3,
+       locked_until = now() + make_interval(secs => $4), expires_at = now() + make_interval(secs => $5),
+       created_at = now(), completed_at = NULL, status_code = NULL, response_headers = NULL,
+       response_body = NULL, response_raw = NULL, transaction_id = NULL,
+       replay_count = 0, last_replayed_at = NULL
+ WHERE k.id = $1 AND ${stale('k')}
+RETURNING k.id`,
+    },
+    complete: {
+      name: `idem_complete_${suffix}`,
+      text: `UPDATE ${t}
+   SET status = 'completed', status_code = $3, response_headers = $4, response_raw = $5,
+       response_body = $6::jsonb, transaction_id = $7, completed_at = now(), locked_until = NULL,
+       expires_at = now() + make_interval(secs => $8)
+ WHERE id = $1 AND owner_token = $2 AND status = 'in_progress'`,
+    },
+    release: {
+      name: `idem_release_${suffix}`,
+      text: `DELETE FROM ${t} WHERE id = $1 AND owner_token = $2 AND status = 'in_progress'`,
+    },
+    renew: {
+      name: `idem_renew_${suffix}`,
+      text: `UPDATE ${t} SET locked_until = now() + make_interval(secs => $3)
+ WHERE id = $1 AND owner_token = $2 AND status = 'in_progress'`,
+    },
+    cleanupLock: `SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked`,
+    cleanupUnlock: `SELECT pg_advisory_unlock(hashtextextended($1, 0))`,
+    cleanupBatch: `DELETE FROM ${t} WHERE id IN (
+  SELECT id FROM ${t}
+   WHERE expires_at < now() - make_interval(secs => $2)
+     AND (status = 'completed' OR locked_until < now())
+   ORDER BY expires_at
+   LIMIT $1
+   FOR UPDATE SKIP LOCKED)`,
+  };
+}
+
+export type IdempotencyStatements = ReturnType<typeof buildStatements>;

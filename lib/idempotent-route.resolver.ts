@@ -1,0 +1,65 @@
+import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum.js';
+import { RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants.js';
+import type { ExecutionContext } from '@nestjs/common';
+import { IDEMPOTENT_METADATA } from './idempotency.constants.js';
+import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
+import type { IdempotentOptions } from './interfaces/idempotent-options.interface.js';
+
+/** Everything the interceptor needs about one route, merged once and cached. */
+export interface IdempotentRoute {
+  ttlSeconds: number;
+  required: boolean;
+  endpoint?: string;
+  transactionId?: IdempotentOptions['transactionId'];
+  /** The handler writes the response itself (`@Res()` without passthrough). */
+  ownsResponse: boolean;
+}
+
+type Handler = (...args: unknown[]) => unknown;
+
+/** Reads `@Idempotent()` metadata once per (controller, handler) pair. */
+export class IdempotentRouteResolver {
+  private readonly cache = new Map<Handler, Map<object, IdempotentRoute | null>>();
+
+  constructor(private readonly options: ResolvedIdempotencyOptions) {}
+
+  resolve(context: ExecutionContext): IdempotentRoute | null {
+    const handler = context.getHandler() as Handler;
+    const cls = context.getClass();
+    let byClass = this.cache.get(handler);
+    if (!byClass) this.cache.set(handler, (byClass = new Map()));
+    let route = byClass.get(cls);
+    if (route === undefined) {
+      route = this.build(cls, handler);
+      byClass.set(cls, route);
+    }
+    return route;
+  }
+
+  private build(cls: object, handler: Handler): IdempotentRoute | null {
+    const onClass: IdempotentOptions | undefined = Reflect.getMetadata(IDEMPOTENT_METADATA, cls);
+    const onMethod: IdempotentOptions | undefined = Reflect.getMetadata(
+      IDEMPOTENT_METADATA,
+      handler,
+    );
+    if (!onClass && !onMethod) return null;
+    const merged: IdempotentOptions = { ...onClass, ...onMethod };
+    return {
+      ttlSeconds: merged.ttlSeconds ?? this.options.ttlSeconds,
+      required: merged.required ?? false,
+      endpoint: merged.endpoint,
+      transactionId: merged.transactionId,
+      ownsResponse: ownsResponse(cls, handler.name),
+    };
+  }
+}
+
+/** Mirrors Nest's own test: a `@Res()`/`@Next()` parameter without passthrough. */
+function ownsResponse(cls: object, method: string): boolean {
+  const args: Record<string, unknown> = Reflect.getMetadata(ROUTE_ARGS_METADATA, cls, method) ?? {};
+  const handled = Object.keys(args).some((key) => {
+    const type = Number(key.split(':')[0]);
+    return type === RouteParamtypes.RESPONSE || type === RouteParamtypes.NEXT;
+  });
+  return handled && !Reflect.getMetadata(RESPONSE_PASSTHROUGH_METADATA, cls, method);
+}

@@ -1,0 +1,14 @@
+import { SetMetadata } from '@nestjs/common';
+import { IDEMPOTENT_METADATA } from './idempotency.constants.js';
+import type { IdempotentOptions } from './interfaces/idempotent-options.interface.js';
+
+/**
+ * Makes a route (or every route of a controller) safe to retry with an `Idempotency-Key`.
+ * Method options override controller options, which override the module's.
+ * @example
+ * \@Post('payments')
+ * \@Idempotent({ required: true, transactionId: (body: any) => body.id })
+ * charge(@Body() dto: ChargeDto) { ... }
+ */
+export const Idempotent = (options: IdempotentOptions = {}) =>
+  SetMetadata(IDEMPOTENT_METADATA, options);

@@ -1,0 +1,112 @@
+import type { DataSource } from 'typeorm';
+
+/** Anything the platform hands to handlers as the request (Express or Fastify). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type IdempotencyRequest = any;
+
+/** Settings of the scheduled job that deletes expired records. */
+export interface IdempotencyCleanupOptions {
+  /**
+   * Registers the cleanup cron job with `SchedulerRegistry`. The app must import
+   * `ScheduleModule.forRoot()` itself; this library never does.
+   * @default true
+   */
+  enabled?: boolean;
+  /**
+   * Cron expression (six fields allowed: seconds first).
+   * @default '0 *\/10 * * * *' (every ten minutes)
+   * @example '0 3 * * *'
+   */
+  cron?: string;
+  /**
+   * Rows deleted per statement; each batch is its own short transaction.
+   * @default 5000
+   */
+  batchSize?: number;
+  /**
+   * How long a record is kept after `expires_at` before cleanup deletes it (audit retention).
+   * Retained records never replay: past `expires_at` the key is new again.
+   * @default 0
+   * @example 90 * 24 * 3600 // keep 90 days for finance
+   */
+  retentionSeconds?: number;
+}
+
+/** What `storeIf` decides on: keep the response and replay it, or release the key. */
+export type StoreIfFn = (statusCode: number, error: unknown) => boolean;
+
+/** Options of `IdempotencyModule.forRoot()` / `forRootAsync()`. */
+export interface IdempotencyModuleOptions {
+  /**
+   * The app's TypeORM `DataSource` (PostgreSQL). Initialized by the module if it is not yet.
+   * @example IdempotencyModule.forRootAsync({ inject: [DataSource], useFactory: (dataSource) => ({ dataSource }) })
+   */
+  dataSource: DataSource;
+  /**
+   * How long a completed response is replayed, counted from completion.
+   * @default 86400 (24 hours)
+   */
+  ttlSeconds?: number;
+  /**
+   * Scopes keys per user: one user's key never reaches another user's record.
+   * Requests without a user share the anonymous scope `''`.
+   * @default (req) => req.user?.id
+   * @example (req) => req.headers['x-tenant-id']
+   */
+  getUserId?: (req: IdempotencyRequest) => string | number | bigint | null | undefined;
+  /**
+   * Request header that carries the key.
+   * @default 'Idempotency-Key'
+   */
+  headerName?: string;
+  /**
+   * Lease of an in-progress claim. While the handler runs the lease is renewed every third of it;
+   * a crashed process stops renewing, so its key can be taken over once the lease ran out.
+   * @default 60
+   */
+  leaseSeconds?: number;
+  /**
+   * Longest time a single handler keeps its claim alive by renewing the lease.
+   * @default 300
+   */
+  maxHoldSeconds?: number;
+  /**
+   * Seconds sent in `Retry-After` with `409 request_in_progress`.
+   * @default 2
+   */
+  retryAfterSeconds?: number;
+  /**
+   * Response headers stored and replayed (case-insensitive). `Set-Cookie` is never stored.
+   * @default ['content-type', 'content-language', 'content-disposition', 'location', 'link', 'etag']
+   */
+  replayHeaders?: string[];
+  /**
+   * Largest response body stored for replay. A larger response is still sent; its record is
+   * completed without a body, and retries get `409 idempotency_response_not_replayable`.
+   * @default 1048576 (1 MiB)
+   */
+  maxResponseBytes?: number;
+  /**
+   * Which outcomes are stored and replayed. Everything else releases the key so a retry runs again.
+   * @default (status, error) => status < 500 && status !== 400 && status !== 422 && (error === undefined || error instanceof HttpException)
+   * @example (status) => status < 500 // also keep validation errors
+   */
+  storeIf?: StoreIfFn;
+  /**
+   * What of the request goes into the SHA-256 fingerprint, besides method and path.
+   * @default (req) => req.body
+   */
+  fingerprint?: (req: IdempotencyRequest) => unknown;
+  /**
+   * Status for a key reused with a different request: 409 (Stripe) or 422 (IETF draft).
+   * @default 409
+   */
+  mismatchStatus?: 409 | 422;
+  /**
+   * Table holding the records, optionally schema-qualified.
+   * @default 'idempotency_keys'
+   */
+  tableName?: string;
+  /** Cleanup of expired records. */
+  cleanup?: IdempotencyCleanupOptions;
+}

@@ -1,0 +1,63 @@
+/** Identifies one logical operation: a key is only ever compared within its scope. */
+export interface IdempotencyScope {
+  key: string;
+  endpoint: string;
+  userId: string;
+}
+
+export interface ClaimRequest extends IdempotencyScope {
+  /** SHA-256 hex of the request, computed once before claiming. */
+  requestHash: string;
+  ttlSeconds: number;
+  leaseSeconds: number;
+}
+
+/** Proof of ownership of an in-progress claim; every later write is fenced by its token. */
+export interface Lease {
+  id: string;
+  token: string;
+}
+
+/** A response as it went over the wire. `body` is null when it was too large to keep. */
+export interface StoredResponse {
+  statusCode: number;
+  headers: Record<string, string>;
+  body: Buffer | null;
+}
+
+export type ClaimOutcome =
+  | { type: 'claimed'; lease: Lease }
+  | { type: 'in_progress' }
+  | { type: 'mismatch' }
+  | { type: 'completed'; response: StoredResponse };
+
+export interface Completion extends StoredResponse {
+  /** The body as JSON text when it is JSON (kept queryable in `response_body`), else null. */
+  bodyJson: string | null;
+  transactionId: string | null;
+  ttlSeconds: number;
+}
+
+export interface CleanupResult {
+  /** False when another instance held the cleanup lock, so nothing was done. */
+  ran: boolean;
+  deleted: number;
+  batches: number;
+}
+
+/**
+ * Persistence of idempotency records. `PostgresIdempotencyStore` is the implementation;
+ * bind another under `IDEMPOTENCY_STORE` to replace it.
+ */
+export interface IdempotencyStore {
+  /** Claims the scope atomically, or reports what already holds it. */
+  claim(request: ClaimRequest): Promise<ClaimOutcome>;
+  /** Stores the response; false when the lease was lost (the row is not ours any more). */
+  complete(lease: Lease, completion: Completion): Promise<boolean>;
+  /** Deletes our in-progress claim so a retry runs again; false when it was not ours any more. */
+  release(lease: Lease): Promise<boolean>;
+  /** Extends our lease; false when it was lost. */
+  renew(lease: Lease, leaseSeconds: number): Promise<boolean>;
+  /** Deletes expired records in batches, under a lock that one instance holds at a time. */
+  cleanup(options: { batchSize: number; retentionSeconds: number }): Promise<CleanupResult>;
+}

@@ -1,0 +1,26 @@
+import type { IdempotencyRequest } from './idempotency-module-options.interface.js';
+
+/** Per-route options of `@Idempotent()`; unset fields fall back to the module options. */
+export interface IdempotentOptions {
+  /**
+   * Replay window of this route.
+   * @default the module's `ttlSeconds`
+   */
+  ttlSeconds?: number;
+  /**
+   * Answer `400 idempotency_key_missing` when the header is absent, instead of running unprotected.
+   * @default false
+   */
+  required?: boolean;
+  /**
+   * Scope name stored in `endpoint`; two routes with the same name share keys.
+   * @default '<METHOD> <route pattern>', e.g. 'POST /payments/:id/refunds'
+   */
+  endpoint?: string;
+  /**
+   * Derives the transaction id stored with the record from the response body as the client
+   * received it (parsed JSON, or the raw text). A handler can also call `ctx.setTransactionId()`.
+   * @example (body) => body?.id
+   */
+  transactionId?: (body: unknown, req: IdempotencyRequest) => string | number | null | undefined;
+}

@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import { buildStatements, type IdempotencyStatements } from './idempotency.sql.js';
+import type {
+  ClaimOutcome,
+  ClaimRequest,
+  CleanupResult,
+  Completion,
+  IdempotencyStore,
+  Lease,
+} from './interfaces/idempotency-store.interface.js';
+
+interface Queryable {
+  query(config: { name?: string; text: string; values: unknown[] }): Promise<{
+    rows: Record<string, unknown>[];
+    rowCount: number | null;
+  }>;
+}
+interface Pool extends Queryable {
+  connect(): Promise<Queryable & { release(err?: boolean): void }>;
+}
+
+interface ExistingRow {
+  id: string;
+  claimed: boolean;
+  status: 'in_progress' | 'completed' | null;
+  same_request: boolean;
+  stale: boolean;
+  status_code: number | null;
+  response_headers: Record<string, string> | null;
+  response_raw: Buffer | null;
+}
+
+/** Rounds of claim → conflicting row vanished / takeover lost; each round is one more statement. */
+const MAX_CLAIM_ROUNDS = 5;
+
+/**
+ * The PostgreSQL store. It talks to the pool of the app's TypeORM `DataSource` directly with
+ * named prepared statements: one round trip per claim, one per completion.
+ */
+export class PostgresIdempotencyStore implements IdempotencyStore {
+  private readonly sql: IdempotencyStatements;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly tableName: string,
+  ) {
+    if (dataSource.options.type !== 'postgres') {
+      throw new Error(
+        `nestjs-pg-idempotency needs a PostgreSQL DataSource, got "${dataSource.options.type}"`,
+      );
+    }
+    this.sql = buildStatements(tableName);
+  }
+
+  private get pool(): Pool {
+    return (this.dataSource.driver as unknown as { master: Pool }).master;
+  }
+
+  async claim(req: ClaimRequest): Promise<ClaimOutcome> {
+    const token = randomUUID();
+    const scope = [req.key, req.endpoint, req.userId, req.requestHash];
+    let insert = true;
+    for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
+      const { rows } = insert
+        ? await this.pool.query({
+            ...this.sql.claim,
+            values: [...scope, token, req.leaseSeconds, req.ttlSeconds],
+          })
+        : await this.pool.query({ ...this.sql.existing, values: scope });
+      const row = rows[0] as unknown as ExistingRow | undefined;
+      // No row after an insert: the conflicting row was committed after this statement's
+      // snapshot, so read it. No row after a read: it was deleted since, so insert again.
+      insert = !insert;
+      if (!row) continue;
+      if (row.claimed) return { type: 'claimed', lease: { id: row.id, token } };
+      if (row.stale) {
+        const { rowCount } = await this.pool.query({
+          ...this.sql.takeover,
+          values: [row.id, req.requestHash, token, req.leaseSeconds, req.ttlSeconds],
+        });
+        if (rowCount === 1) return { type: 'claimed', lease: { id: row.id, token } };
+        insert = false;
+        continue;
+      }
+      if (!row.same_request) return { type: 'mismatch' };
+      if (row.status === 'in_progress') return { type: 'in_progress' };
+      return {
+        type: 'completed',
+        response: {
+          statusCode: row.status_code as number,
+          headers: row.response_headers ?? {},
+          body: row.response_raw,
+        },
+      };
+    }
+    throw new Error('nestjs-pg-idempotency: claim did not settle; too much contention on one key');
+  }
+
+  async complete(lease: Lease, c: Completion): Promise<boolean> {
+    const { rowCount } = await this.pool.query({
+      ...this.sql.complete,
+      values: [
+        lease.id,
+        lease.token,
+        c.statusCode,
+        c.headers,
+        c.body,
+        c.bodyJson,
+        c.transactionId,
+        c.ttlSeconds,
+      ],
+    });
+    return rowCount === 1;
+  }
+
+  async release(lease: Lease): Promise<boolean> {
+    const { rowCount } = await this.pool.query({
+      ...this.sql.release,
+      values: [lease.id, lease.token],
+    });
+    return rowCount === 1;
+  }
+
+  async renew(lease: Lease, leaseSeconds: number): Promise<boolean> {
+    const { rowCount } = await this.pool.query({
+      ...this.sql.renew,
+      values: [lease.id, lease.token, leaseSeconds],
+    });
+    return rowCount === 1;
+  }
+
+  async cleanup(options: { batchSize: number; retentionSeconds: number }): Promise<CleanupResult> {
+    const lockName = `nestjs-pg-idempotency:cleanup:${this.tableName}`;
+    const client = await this.pool.connect();
+    try {
+      const { rows } = await client.query({ text: this.sql.cleanupLock, values: [lockName] });
+      if (!rows[0]?.locked) return { ran: false, deleted: 0, batches: 0 };
+      let deleted = 0;
+      let batches = 0;
+      try {
+        for (;;) {
+          const { rowCount } = await client.query({
+            text: this.sql.cleanupBatch,
+            values: [options.batchSize, options.retentionSeconds],
+          });
+          batches++;
+          deleted += rowCount ?? 0;
+          if ((rowCount ?? 0) < options.batchSize) break;
+        }
+      } finally {
+        await client.query({ text: this.sql.cleanupUnlock, values: [lockName] });
+      }
+      return { ran: true, deleted, batches };
+    } finally {
+      client.release();
+    }
+  }
+}

@@ -1,0 +1,73 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * SHA-256 over method, path and a canonical form of the selected request part: JSON with
+ * object keys sorted, so the same logical body in another key order gives the same hash.
+ * Raw bodies (Buffer, string) are hashed as their bytes.
+ */
+export function fingerprintRequest(method: string, path: string, body: unknown): string {
+  const hash = createHash('sha256').update(method).update('\n').update(path).update('\n');
+  if (Buffer.isBuffer(body)) hash.update('b').update(body);
+  else if (typeof body === 'string') hash.update('s').update(body);
+  else if (body !== undefined) hash.update('j').update(canonicalJson(body));
+  return hash.digest('hex');
+}
+
+type Frame = { value: unknown; keys?: string[]; index: number; isArray: boolean; wrote?: boolean };
+
+/** JSON.stringify with sorted keys; iterative, so a deeply nested body cannot overflow the stack. */
+export function canonicalJson(root: unknown): string {
+  let out = '';
+  const stack: Frame[] = [];
+  const open = (value: unknown): void => {
+    if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+      value = (value as { toJSON(): unknown }).toJSON();
+    }
+    if (value === null || typeof value !== 'object') {
+      out += JSON.stringify(value) ?? 'null';
+      return;
+    }
+    if (Array.isArray(value)) {
+      out += '[';
+      stack.push({ value, index: 0, isArray: true });
+    } else {
+      out += '{';
+      const keys = Object.keys(value).sort();
+      stack.push({ value, keys, index: 0, isArray: false });
+    }
+  };
+  open(root);
+  while (stack.length > 0) {
+    const frame = stack[stack.length - 1];
+    if (frame.isArray) {
+      const arr = frame.value as unknown[];
+      if (frame.index >= arr.length) {
+        out += ']';
+        stack.pop();
+        continue;
+      }
+      if (frame.index > 0) out += ',';
+      open(arr[frame.index++]);
+    } else {
+      const keys = frame.keys as string[];
+      const obj = frame.value as Record<string, unknown>;
+      // Skip what JSON.stringify skips.
+      while (frame.index < keys.length && skip(obj[keys[frame.index]])) frame.index++;
+      if (frame.index >= keys.length) {
+        out += '}';
+        stack.pop();
+        continue;
+      }
+      if (frame.wrote) out += ',';
+      frame.wrote = true;
+      const key = keys[frame.index++];
+      out += JSON.stringify(key) + ':';
+      open(obj[key]);
+    }
+  }
+  return out;
+}
+
+function skip(v: unknown): boolean {
+  return v === undefined || typeof v === 'function' || typeof v === 'symbol';
+}

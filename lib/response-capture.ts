@@ -1,0 +1,158 @@
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { StoredResponse } from './interfaces/idempotency-store.interface.js';
+
+/** The response as the client would receive it. */
+export interface WireResponse {
+  statusCode: number;
+  /** Only the allow-listed headers, lower-cased. */
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+export interface HoldHooks {
+  /** Runs before the response leaves the process; the client waits for it. */
+  onEnd(response: WireResponse): Promise<void>;
+  /** The handler streams (writes before ending): nothing can be held or stored. */
+  onStream(): void;
+}
+
+type Method = (...args: unknown[]) => unknown;
+type Patchable = ServerResponse & Record<'writeHead' | 'write' | 'end', Method>;
+
+/** Headers describing the body (a replay takes them from storage only), and cookies (never replayed). */
+const BODY_HEADERS = [
+  'set-cookie',
+  'content-length',
+  'content-type',
+  'content-encoding',
+  'transfer-encoding',
+  'etag',
+  'last-modified',
+];
+
+function headersArg(args: unknown[]): OutgoingHttpHeaders | undefined {
+  const last = args[args.length - 1];
+  return last && typeof last === 'object' && !Array.isArray(last)
+    ? (last as OutgoingHttpHeaders)
+    : undefined;
+}
+
+function patch(res: ServerResponse, methods: Partial<Record<'writeHead' | 'write' | 'end', Method>>) {
+  const target = res as Patchable;
+  const original = { writeHead: target.writeHead, write: target.write, end: target.end };
+  Object.assign(target, methods);
+  return {
+    original,
+    restore: () => void Object.assign(target, original),
+  };
+}
+
+function splitEnd(args: unknown[]): { chunk: unknown; encoding: BufferEncoding | undefined } {
+  const chunk = typeof args[0] === 'function' ? undefined : args[0];
+  const encoding = typeof args[1] === 'string' ? (args[1] as BufferEncoding) : undefined;
+  return { chunk, encoding };
+}
+
+function toBuffer(chunk: unknown, encoding: BufferEncoding | undefined): Buffer {
+  if (chunk === undefined || chunk === null) return Buffer.alloc(0);
+  if (typeof chunk === 'string') return Buffer.from(chunk, encoding ?? 'utf8');
+  return Buffer.from(chunk as Uint8Array);
+}
+
+/**
+ * Holds the response of a claimed request at the socket: when the platform ends it, `onEnd`
+ * stores it first, then the bytes are released. What is stored is exactly what the client gets,
+ * after every interceptor, serializer and exception filter.
+ */
+export function holdResponse(res: ServerResponse, allow: ReadonlySet<string>, hooks: HoldHooks) {
+  const headHeaders: Record<string, string> = {};
+  const { original, restore } = patch(res, {
+    writeHead(...args: unknown[]) {
+      for (const [name, value] of Object.entries(headersArg(args) ?? {})) {
+        if (value !== undefined) headHeaders[name.toLowerCase()] = String(value);
+      }
+      return original.writeHead.apply(res, args);
+    },
+    write(...args: unknown[]) {
+      restore();
+      hooks.onStream();
+      return original.write.apply(res, args);
+    },
+    end(...args: unknown[]) {
+      restore();
+      const { chunk, encoding } = splitEnd(args);
+      const headers: Record<string, string> = {};
+      for (const [name, value] of Object.entries({ ...res.getHeaders(), ...headHeaders })) {
+        if (allow.has(name) && value !== undefined) {
+          headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
+        }
+      }
+      const wire = { statusCode: res.statusCode, headers, body: toBuffer(chunk, encoding) };
+      hooks
+        .onEnd(wire)
+        .catch(() => undefined)
+        .then(() => original.end.apply(res, args))
+        .catch((err: Error) => res.destroy(err));
+      return res;
+    },
+  });
+}
+
+function applyStoredHead(
+  res: ServerResponse,
+  stored: StoredResponse,
+  replayedHeader: string,
+  head?: OutgoingHttpHeaders,
+): void {
+  const drop = new Set([...BODY_HEADERS, ...Object.keys(stored.headers)]);
+  for (const name of drop) res.removeHeader(name);
+  if (head) {
+    for (const name of Object.keys(head)) if (drop.has(name.toLowerCase())) delete head[name];
+  }
+  for (const [name, value] of Object.entries(stored.headers)) res.setHeader(name, value);
+  const body = stored.body ?? Buffer.alloc(0);
+  if (stored.statusCode !== 204 && stored.statusCode !== 304) {
+    res.setHeader('content-length', body.length);
+  }
+  res.setHeader(replayedHeader, 'true');
+  res.statusCode = stored.statusCode;
+}
+
+/**
+ * Lets the platform send its (empty) reply for a replayed request, but swaps status, body
+ * headers and body for the stored ones on the way out: the replay is byte-identical.
+ */
+export function substituteResponse(
+  res: ServerResponse,
+  stored: StoredResponse,
+  replayedHeader: string,
+): void {
+  const body = stored.body ?? Buffer.alloc(0);
+  const { original, restore } = patch(res, {
+    writeHead(...args: unknown[]) {
+      (res as Patchable).writeHead = original.writeHead;
+      const head = headersArg(args);
+      applyStoredHead(res, stored, replayedHeader, head);
+      return head
+        ? original.writeHead.call(res, stored.statusCode, head)
+        : original.writeHead.call(res, stored.statusCode);
+    },
+    write: () => true,
+    end(...args: unknown[]) {
+      restore();
+      if (!res.headersSent) applyStoredHead(res, stored, replayedHeader);
+      const callback = args.find((a) => typeof a === 'function');
+      return original.end.call(res, body, callback);
+    },
+  });
+}
+
+/** For handlers that own the response (`@Res()`): the platform will not reply, so write it. */
+export function writeStoredResponse(
+  res: ServerResponse,
+  stored: StoredResponse,
+  replayedHeader: string,
+): void {
+  applyStoredHead(res, stored, replayedHeader);
+  res.end(stored.body ?? Buffer.alloc(0));
+}
