@@ -1,5 +1,6 @@
 import { HttpException } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
+import { quoteTable } from './idempotency.sql.js';
 import type {
   IdempotencyModuleOptions,
   IdempotencyRequest,
@@ -47,8 +48,6 @@ export interface ResolvedIdempotencyOptions
   cleanup: Required<NonNullable<IdempotencyModuleOptions['cleanup']>>;
 }
 
-const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$/;
-
 function positive(name: string, value: number): number {
   if (!Number.isFinite(value) || value <= 0) {
     throw new Error(`nestjs-pg-idempotency: ${name} must be a positive number, got ${value}`);
@@ -65,9 +64,7 @@ export function resolveIdempotencyOptions(
   }
   const d = IDEMPOTENCY_DEFAULTS;
   const tableName = options.tableName ?? d.tableName;
-  if (!IDENTIFIER.test(tableName)) {
-    throw new Error(`nestjs-pg-idempotency: invalid tableName ${JSON.stringify(tableName)}`);
-  }
+  quoteTable(tableName);
   const resolved: ResolvedIdempotencyOptions = {
     dataSource: options.dataSource,
     ttlSeconds: positive('ttlSeconds', options.ttlSeconds ?? d.ttlSeconds),

@@ -1,4 +1,5 @@
-import { Module } from '@nestjs/common';
+import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
+import type { DataSource } from 'typeorm';
 import { APP_INTERCEPTOR } from '@nestjs/core';
 import { IDEMPOTENCY_RESOLVED_OPTIONS, IDEMPOTENCY_STORE } from './idempotency.constants.js';
 import { type ResolvedIdempotencyOptions, resolveIdempotencyOptions } from './idempotency.defaults.js';
@@ -10,6 +11,8 @@ import {
 import { IdempotencyCleanupService } from './idempotency-cleanup.service.js';
 import type { IdempotencyModuleOptions } from './interfaces/idempotency-module-options.interface.js';
 import { PostgresIdempotencyStore } from './postgres-idempotency.store.js';
+
+const initializedHere = new WeakSet<DataSource>();
 
 /**
  * Registers the idempotency interceptor for every route that carries `@Idempotent()`.
@@ -23,7 +26,10 @@ import { PostgresIdempotencyStore } from './postgres-idempotency.store.js';
       inject: [IDEMPOTENCY_MODULE_OPTIONS],
       useFactory: async (options: IdempotencyModuleOptions) => {
         const resolved = resolveIdempotencyOptions(options);
-        if (!resolved.dataSource.isInitialized) await resolved.dataSource.initialize();
+        if (!resolved.dataSource.isInitialized) {
+          await resolved.dataSource.initialize();
+          initializedHere.add(resolved.dataSource);
+        }
         return resolved;
       },
     },
@@ -38,4 +44,19 @@ import { PostgresIdempotencyStore } from './postgres-idempotency.store.js';
   ],
   exports: [IDEMPOTENCY_RESOLVED_OPTIONS, IDEMPOTENCY_STORE, IdempotencyCleanupService],
 })
-export class IdempotencyModule extends ConfigurableIdempotencyModule {}
+export class IdempotencyModule
+  extends ConfigurableIdempotencyModule
+  implements OnApplicationShutdown
+{
+  constructor(
+    @Inject(IDEMPOTENCY_RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+  ) {
+    super();
+  }
+
+  /** A DataSource the module initialized is the module's to close; the app's own stays open. */
+  async onApplicationShutdown(): Promise<void> {
+    const { dataSource } = this.options;
+    if (initializedHere.delete(dataSource) && dataSource.isInitialized) await dataSource.destroy();
+  }
+}

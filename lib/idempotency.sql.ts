@@ -1,7 +1,12 @@
 import { createHash } from 'node:crypto';
 
-/** `schema.table` → `"schema"."table"`; the name was validated when options were resolved. */
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$/;
+
+/** `schema.table` → `"schema"."table"`, refusing anything but plain identifiers. */
 export function quoteTable(tableName: string): string {
+  if (!IDENTIFIER.test(tableName)) {
+    throw new Error(`nestjs-pg-idempotency: invalid tableName ${JSON.stringify(tableName)}`);
+  }
   return tableName
     .split('.')
     .map((part) => `"${part}"`)

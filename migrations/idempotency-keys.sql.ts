@@ -3,15 +3,22 @@
  * `migrations/001_idempotency_keys.sql` is generated from them (`npm run sql:generate`).
  * Every statement is safe to run twice.
  */
-export const IDEMPOTENCY_KEYS_UP = [
-  `CREATE TABLE IF NOT EXISTS idempotency_keys (
+import { quoteTable } from "../lib/idempotency.sql.js";
+
+/** The statements for a table of another name (the module's `tableName` option), e.g. `billing.idempotency_keys`. */
+export function idempotencyKeysUp(tableName = "idempotency_keys"): string[] {
+  // The default name stays unquoted so the generated .sql file reads naturally.
+  const t = tableName === 'idempotency_keys' ? tableName : quoteTable(tableName);
+  const n = tableName.split(".").pop() as string;
+  return [
+    `CREATE TABLE IF NOT EXISTS ${t} (
   id               uuid         PRIMARY KEY DEFAULT gen_random_uuid(),
   idempotency_key  varchar(255) NOT NULL,
   endpoint         varchar(255) NOT NULL,
   user_id          text         NOT NULL DEFAULT '',
   request_hash     char(64)     NOT NULL,
   status           varchar(20)  NOT NULL DEFAULT 'in_progress'
-                   CONSTRAINT idempotency_keys_status_check CHECK (status IN ('in_progress', 'completed')),
+                   CONSTRAINT ${n}_status_check CHECK (status IN ('in_progress', 'completed')),
   owner_token      uuid,
   locked_until     timestamptz,
   status_code      smallint,
@@ -24,23 +31,26 @@ export const IDEMPOTENCY_KEYS_UP = [
   created_at       timestamptz  NOT NULL DEFAULT now(),
   completed_at     timestamptz,
   expires_at       timestamptz  NOT NULL DEFAULT now() + interval '24 hours',
-  CONSTRAINT uq_idempotency_keys_scope UNIQUE (idempotency_key, endpoint, user_id)
+  CONSTRAINT uq_${n}_scope UNIQUE (idempotency_key, endpoint, user_id)
 )`,
-  `CREATE INDEX IF NOT EXISTS idx_idempotency_keys_expires_at ON idempotency_keys (expires_at)`,
-  `CREATE INDEX IF NOT EXISTS idx_idempotency_keys_created_at ON idempotency_keys (created_at)`,
-  `CREATE INDEX IF NOT EXISTS idx_idempotency_keys_transaction_id ON idempotency_keys (transaction_id) WHERE transaction_id IS NOT NULL`,
-  `CREATE INDEX IF NOT EXISTS idx_idempotency_keys_in_progress ON idempotency_keys (locked_until) WHERE status = 'in_progress'`,
-  `COMMENT ON TABLE idempotency_keys IS 'nestjs-pg-idempotency: one row per (idempotency_key, endpoint, user_id); audit trail of deduplicated operations'`,
-];
+    `CREATE INDEX IF NOT EXISTS idx_${n}_expires_at ON ${t} (expires_at)`,
+    `CREATE INDEX IF NOT EXISTS idx_${n}_created_at ON ${t} (created_at)`,
+    `CREATE INDEX IF NOT EXISTS idx_${n}_transaction_id ON ${t} (transaction_id) WHERE transaction_id IS NOT NULL`,
+    `CREATE INDEX IF NOT EXISTS idx_${n}_in_progress ON ${t} (locked_until) WHERE status = 'in_progress'`,
+    `COMMENT ON TABLE ${t} IS 'nestjs-pg-idempotency: one row per (idempotency_key, endpoint, user_id); audit trail of deduplicated operations'`,
+  ];
+}
+
+export const IDEMPOTENCY_KEYS_UP = idempotencyKeysUp();
 
 export const IDEMPOTENCY_KEYS_DOWN = [`DROP TABLE IF EXISTS idempotency_keys`];
 
 /** The plain-SQL file's text, for teams that run migrations by hand. */
 export function idempotencyKeysSqlFile(): string {
   return [
-    '-- nestjs-pg-idempotency: idempotency_keys (generated from migrations/idempotency-keys.sql.ts; do not edit)',
-    '-- Safe to run more than once.',
+    "-- nestjs-pg-idempotency: idempotency_keys (generated from migrations/idempotency-keys.sql.ts; do not edit)",
+    "-- Safe to run more than once.",
     ...IDEMPOTENCY_KEYS_UP.map((statement) => `${statement};`),
-    '',
-  ].join('\n\n');
+    "",
+  ].join("\n\n");
 }

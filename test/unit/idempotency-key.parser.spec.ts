@@ -1,0 +1,45 @@
+import { describe, expect, it } from '@jest/globals';
+import { InvalidIdempotencyKeyError, parseIdempotencyKey } from '../../lib/idempotency-key.parser.js';
+
+const parse = (...values: string[]) =>
+  parseIdempotencyKey(values.flatMap((v) => ['Idempotency-Key', v]), 'idempotency-key');
+
+describe('parseIdempotencyKey', () => {
+  it('returns undefined when the header is absent', () => {
+    expect(parseIdempotencyKey(['Content-Type', 'application/json'], 'idempotency-key')).toBeUndefined();
+  });
+
+  it('matches the header name case-insensitively and trims surrounding whitespace', () => {
+    expect(parseIdempotencyKey(['IDEMPOTENCY-KEY', '  abc-123 '], 'idempotency-key')).toBe('abc-123');
+  });
+
+  it('reads the quoted structured-field form as the same key, unescaping \\" and \\\\', () => {
+    expect(parse('"8e03978e-40d5-43e8-bc93-6894a57f9324"')).toBe('8e03978e-40d5-43e8-bc93-6894a57f9324');
+    expect(parse('"a \\"b\\" \\\\ c"')).toBe('a "b" \\ c');
+  });
+
+  it.each([
+    ['empty', ''],
+    ['only quotes', '""'],
+    ['blank', '   '],
+    ['too long', 'x'.repeat(256)],
+    ['a space inside a bare key', 'a b'],
+    ['a comma (a list, i.e. two keys)', 'a,b'],
+    ['a control character', 'a\u0001b'],
+    ['non-ASCII', 'clé'],
+    ['an unterminated quote', '"abc'],
+    ['text after the closing quote', '"abc"def'],
+    ['a bad escape', '"a\\nb"'],
+    ['non-ASCII inside quotes', '"clé"'],
+  ])('refuses a key that is %s', (_what, value) => {
+    expect(() => parse(value)).toThrow(InvalidIdempotencyKeyError);
+  });
+
+  it('accepts exactly 255 characters', () => {
+    expect(parse('k'.repeat(255))).toHaveLength(255);
+  });
+
+  it('refuses the header sent twice, even with the same value', () => {
+    expect(() => parse('a', 'a')).toThrow(/once/);
+  });
+});
