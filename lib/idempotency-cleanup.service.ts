@@ -3,7 +3,7 @@ import {
   Injectable,
   Logger,
   type OnApplicationBootstrap,
-  type OnApplicationShutdown,
+  type BeforeApplicationShutdown,
 } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { SchedulerRegistry } from '@nestjs/schedule';
@@ -21,7 +21,7 @@ import type { CleanupResult, IdempotencyStore } from './interfaces/idempotency-s
  * (the app imports `ScheduleModule.forRoot()`); `run()` can also be called on demand.
  */
 @Injectable()
-export class IdempotencyCleanupService implements OnApplicationBootstrap, OnApplicationShutdown {
+export class IdempotencyCleanupService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('IdempotencyCleanup');
   private job?: CronJob;
   private running?: Promise<CleanupResult>;
@@ -52,7 +52,7 @@ export class IdempotencyCleanupService implements OnApplicationBootstrap, OnAppl
     this.job.start();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  async beforeApplicationShutdown(): Promise<void> {
     await this.job?.stop();
     await this.running?.catch(() => undefined);
   }

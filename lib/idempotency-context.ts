@@ -1,4 +1,5 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 import type { IdempotencyScope } from './interfaces/idempotency-store.interface.js';
 
 const CONTEXT = Symbol('nestjs-pg-idempotency:context');
@@ -6,6 +7,12 @@ const CONTEXT = Symbol('nestjs-pg-idempotency:context');
 /** What a handler running under a claimed key can see and set. */
 export class IdempotencyContext {
   private txId: string | null = null;
+
+  /**
+   * In transactional mode (`@Idempotent({ transactional: true })`), the EntityManager of the one
+   * transaction that also completes this record; undefined otherwise.
+   */
+  manager?: EntityManager;
 
   constructor(readonly scope: IdempotencyScope) {}
 

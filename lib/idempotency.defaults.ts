@@ -25,6 +25,8 @@ export const IDEMPOTENCY_DEFAULTS = {
   maxResponseBytes: 1_048_576,
   mismatchStatus: 409 as 409 | 422,
   tableName: 'idempotency_keys',
+  replayAudit: 'batched' as 'batched' | 'off',
+  replayAuditFlushMs: 1_000,
   getUserId: (req: IdempotencyRequest) => req.user?.id,
   fingerprint: (req: IdempotencyRequest) => req.body,
   storeIf: ((status, error) =>
@@ -83,6 +85,11 @@ export function resolveIdempotencyOptions(
     maxResponseBytes: positive('maxResponseBytes', options.maxResponseBytes ?? d.maxResponseBytes),
     mismatchStatus: options.mismatchStatus ?? d.mismatchStatus,
     tableName,
+    replayAudit: options.replayAudit ?? d.replayAudit,
+    replayAuditFlushMs: positive(
+      'replayAuditFlushMs',
+      options.replayAuditFlushMs ?? d.replayAuditFlushMs,
+    ),
     getUserId: options.getUserId ?? d.getUserId,
     fingerprint: options.fingerprint ?? d.fingerprint,
     storeIf: options.storeIf ?? d.storeIf,

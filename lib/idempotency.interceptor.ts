@@ -28,6 +28,7 @@ import {
 } from './http-adapter.utils.js';
 import type { IdempotencyStore, StoredResponse } from './interfaces/idempotency-store.interface.js';
 import { fingerprintRequest } from './request-fingerprint.js';
+import { ReplayAuditService } from './replay-audit.service.js';
 import { substituteResponse, writeStoredResponse } from './response-capture.js';
 
 /**
@@ -42,6 +43,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   constructor(
     @Inject(IDEMPOTENCY_RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     @Inject(IDEMPOTENCY_STORE) private readonly store: IdempotencyStore,
+    private readonly audit: ReplayAuditService,
   ) {
     this.routes = new IdempotentRouteResolver(options);
   }
@@ -108,6 +110,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         throw this.problem(res, this.options.mismatchStatus, ProblemCode.Mismatch,
           'This idempotency key was already used with a different request; use a new key for a new operation');
       case 'completed':
+        this.audit.record(outcome.recordId, outcome.expiresAt);
         return this.replay(route, res, outcome.response);
       case 'claimed':
         return new IdempotentExecution(this.options, this.store, this.logger, route, scope, outcome.lease)

@@ -11,6 +11,7 @@ import {
 import { IdempotencyCleanupService } from './idempotency-cleanup.service.js';
 import type { IdempotencyModuleOptions } from './interfaces/idempotency-module-options.interface.js';
 import { PostgresIdempotencyStore } from './postgres-idempotency.store.js';
+import { ReplayAuditService } from './replay-audit.service.js';
 
 const initializedHere = new WeakSet<DataSource>();
 
@@ -40,9 +41,15 @@ const initializedHere = new WeakSet<DataSource>();
         new PostgresIdempotencyStore(options.dataSource, options.tableName),
     },
     IdempotencyCleanupService,
+    ReplayAuditService,
     { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
   ],
-  exports: [IDEMPOTENCY_RESOLVED_OPTIONS, IDEMPOTENCY_STORE, IdempotencyCleanupService],
+  exports: [
+    IDEMPOTENCY_RESOLVED_OPTIONS,
+    IDEMPOTENCY_STORE,
+    IdempotencyCleanupService,
+    ReplayAuditService,
+  ],
 })
 export class IdempotencyModule
   extends ConfigurableIdempotencyModule

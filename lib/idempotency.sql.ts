@@ -20,12 +20,18 @@ export function quoteTable(tableName: string): string {
  */
 export function buildStatements(tableName: string) {
   const t = quoteTable(tableName);
+  const archive = quoteTable(`${tableName}_archive`);
+  const replays = quoteTable(`${tableName}_replays`);
+  const cleanupRuns = quoteTable(`${tableName}_cleanup_runs`);
+  const recordColumns = `id, idempotency_key, endpoint, user_id, request_hash, status, status_code,
+       response_headers, response_body, response_raw, transaction_id, replay_count, last_replayed_at,
+       created_at, completed_at, expires_at, locked_until`;
   const suffix = createHash('sha1').update(tableName).digest('hex').slice(0, 8);
   // A row is stale (free to take over) when completed past its TTL, or in progress past its lease.
   const stale = (alias: string) =>
     `CASE WHEN ${alias}.status = 'completed' THEN ${alias}.expires_at <= now() ELSE ${alias}.locked_until <= now() END`;
   const existing = `SELECT k.id, false AS claimed, k.status, k.request_hash = $4 AS same_request,
-       ${stale('k')} AS stale, k.status_code,
+       ${stale('k')} AS stale, k.status_code, k.expires_at,
        CASE WHEN k.request_hash = $4 THEN k.response_headers END AS response_headers,
        CASE WHEN k.request_hash = $4 THEN k.response_raw END AS response_raw
   FROM ${t} k
@@ -42,7 +48,7 @@ export function buildStatements(tableName: string) {
   RETURNING id
 )
 SELECT id, true AS claimed, NULL::varchar AS status, true AS same_request, false AS stale,
-       NULL::smallint AS status_code, NULL::jsonb AS response_headers, NULL::bytea AS response_raw
+       NULL::smallint AS status_code, NULL::timestamptz AS expires_at, NULL::jsonb AS response_headers, NULL::bytea AS response_raw
   FROM ins
 UNION ALL
 ${existing} AND NOT EXISTS (SELECT 1 FROM ins)`,
@@ -52,17 +58,43 @@ ${existing} AND NOT EXISTS (SELECT 1 FROM ins)`,
       name: `idem_existing_${suffix}`,
       text: existing,
     },
-    /** Atomic takeover of a stale row: only one of many concurrent callers matches. */
+    /**
+     * Atomic takeover of a stale row: only one of many concurrent callers matches. The old record
+     * moves to the archive first (audit), and the new operation gets a new id.
+     */
     takeover: {
       name: `idem_takeover_${suffix}`,
-      text: `UPDATE ${t} k
-   SET request_hash = $2, status = 'in_progress', owner_token = $3,
+      text: `WITH old AS (
+  SELECT * FROM ${t} k WHERE k.id = $1 AND ${stale('k')} FOR UPDATE
+), archived AS (
+  INSERT INTO ${archive} (${recordColumns})
+  SELECT ${recordColumns} FROM old
+)
+UPDATE ${t} k
+   SET id = gen_random_uuid(), request_hash = $2, status = 'in_progress', owner_token = $3,
        locked_until = now() + make_interval(secs => $4), expires_at = now() + make_interval(secs => $5),
        created_at = now(), completed_at = NULL, status_code = NULL, response_headers = NULL,
        response_body = NULL, response_raw = NULL, transaction_id = NULL,
        replay_count = 0, last_replayed_at = NULL
- WHERE k.id = $1 AND ${stale('k')}
+  FROM old
+ WHERE k.id = old.id
 RETURNING k.id`,
+    },
+    /** Appends replay events and bumps the per-record counters, for a whole batch at once. */
+    recordReplays: {
+      name: `idem_replays_${suffix}`,
+      text: `WITH events AS (
+  INSERT INTO ${replays} (record_id, replayed_at, expires_at)
+  SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[])
+  RETURNING record_id, replayed_at
+), per_record AS (
+  SELECT record_id, count(*)::int AS n, max(replayed_at) AS last FROM events GROUP BY record_id
+)
+UPDATE ${t} k
+   SET replay_count = k.replay_count + p.n,
+       last_replayed_at = GREATEST(k.last_replayed_at, p.last)
+  FROM per_record p
+ WHERE k.id = p.record_id`,
     },
     complete: {
       name: `idem_complete_${suffix}`,
@@ -83,13 +115,23 @@ RETURNING k.id`,
     },
     cleanupLock: `SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked`,
     cleanupUnlock: `SELECT pg_advisory_unlock(hashtextextended($1, 0))`,
-    cleanupBatch: `DELETE FROM ${t} WHERE id IN (
+    /** One bounded batch per table; rows past `expires_at` plus retention, never a running claim. */
+    cleanupBatches: [
+      `DELETE FROM ${t} WHERE id IN (
   SELECT id FROM ${t}
    WHERE expires_at < now() - make_interval(secs => $2)
      AND (status = 'completed' OR locked_until < now())
    ORDER BY expires_at
    LIMIT $1
    FOR UPDATE SKIP LOCKED)`,
+      `DELETE FROM ${archive} WHERE id IN (
+  SELECT id FROM ${archive} WHERE expires_at < now() - make_interval(secs => $2)
+   ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)`,
+      `DELETE FROM ${replays} WHERE id IN (
+  SELECT id FROM ${replays} WHERE expires_at < now() - make_interval(secs => $2)
+   ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)`,
+    ],
+    cleanupRun: `INSERT INTO ${cleanupRuns} (started_at, deleted, batches) VALUES ($1, $2, $3)`,
   };
 }
 

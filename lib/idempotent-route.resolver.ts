@@ -11,6 +11,7 @@ export interface IdempotentRoute {
   required: boolean;
   endpoint?: string;
   transactionId?: IdempotentOptions['transactionId'];
+  transactional: boolean;
   /** The handler writes the response itself (`@Res()` without passthrough). */
   ownsResponse: boolean;
 }
@@ -49,6 +50,7 @@ export class IdempotentRouteResolver {
       required: merged.required ?? false,
       endpoint: merged.endpoint,
       transactionId: merged.transactionId,
+      transactional: merged.transactional ?? false,
       ownsResponse: ownsResponse(cls, handler.name),
     };
   }

@@ -1,8 +1,11 @@
 import type { ServerResponse } from 'node:http';
 import type { CallHandler, LoggerService } from '@nestjs/common';
 import { catchError, type Observable, throwError } from 'rxjs';
+import type { QueryRunner } from 'typeorm';
+import { ProblemCode } from './idempotency.constants.js';
 import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
 import { attachIdempotencyContext, IdempotencyContext } from './idempotency-context.js';
+import { IdempotencyProblemException, PROBLEM_CONTENT_TYPE } from './idempotency.problems.js';
 import type { IdempotentRoute } from './idempotent-route.resolver.js';
 import type {
   IdempotencyScope,
@@ -10,12 +13,14 @@ import type {
   Lease,
 } from './interfaces/idempotency-store.interface.js';
 import { holdResponse, type WireResponse } from './response-capture.js';
+import { LeaseHeartbeat } from './lease-heartbeat.js';
 
 /** One handler run under a claimed key: keeps the lease alive, then stores or releases. */
 export class IdempotentExecution {
   private error: unknown = undefined;
-  private heartbeat?: NodeJS.Timeout;
+  private readonly heartbeat: LeaseHeartbeat;
   private readonly context: IdempotencyContext;
+  private transaction?: QueryRunner;
 
   constructor(
     private readonly options: ResolvedIdempotencyOptions,
@@ -26,16 +31,26 @@ export class IdempotentExecution {
     private readonly lease: Lease,
   ) {
     this.context = new IdempotencyContext(scope);
+    this.heartbeat = new LeaseHeartbeat(store, lease, options, logger, () => this.describe());
   }
 
-  run(req: object, res: ServerResponse, next: CallHandler): Observable<unknown> {
+  async run(req: object, res: ServerResponse, next: CallHandler): Promise<Observable<unknown>> {
+    if (this.route.transactional) {
+      try {
+        this.transaction = this.options.dataSource.createQueryRunner();
+        await this.transaction.connect();
+        await this.transaction.startTransaction();
+        this.context.manager = this.transaction.manager;
+      } catch (err) {
+        await this.endTransaction(false);
+        await this.release('no transaction could be opened');
+        throw err;
+      }
+    }
     attachIdempotencyContext(req, this.context);
-    this.startHeartbeat();
+    this.heartbeat.start();
     holdResponse(res, this.options.replayHeaders, {
-      onStream: () => {
-        this.stopHeartbeat();
-        void this.release('the response is streamed and cannot be stored');
-      },
+      onStream: () => void this.streamed(),
       onEnd: (wire) => this.finish(req, wire),
     });
     return next.handle().pipe(
@@ -46,29 +61,37 @@ export class IdempotentExecution {
     );
   }
 
-  private async finish(req: object, wire: WireResponse): Promise<void> {
-    this.stopHeartbeat();
+  private async finish(req: object, wire: WireResponse): Promise<WireResponse | void> {
+    this.heartbeat.stop();
     if (!this.options.storeIf(wire.statusCode, this.error)) {
+      await this.endTransaction(false);
       await this.release(`status ${wire.statusCode} is not stored`);
       return;
     }
     const storable = wire.body.length <= this.options.maxResponseBytes;
     const parsed = storable ? parseJson(wire) : undefined;
     try {
-      const stored = await this.store.complete(this.lease, {
-        statusCode: wire.statusCode,
-        headers: wire.headers,
-        body: storable ? wire.body : null,
-        bodyJson: parsed?.text ?? null,
-        transactionId: this.transactionId(req, parsed, wire),
-        ttlSeconds: this.route.ttlSeconds,
-      });
+      const stored = await this.store.complete(
+        this.lease,
+        {
+          statusCode: wire.statusCode,
+          headers: wire.headers,
+          body: storable ? wire.body : null,
+          bodyJson: parsed?.text ?? null,
+          transactionId: this.transactionId(req, parsed, wire),
+          ttlSeconds: this.route.ttlSeconds,
+        },
+        this.transaction?.manager,
+      );
       if (!stored) {
-        this.logger.error?.(
-          `Lost the claim of ${this.describe()} before completion; its response was not stored`,
-        );
+        this.logger.error?.(`Lost the claim of ${this.describe()} before completion; its response was not stored`);
+      }
+      if (this.transaction) {
+        if (!stored) throw new Error('lease lost');
+        await this.endTransaction(true);
       }
     } catch (err) {
+      if (this.transaction) return this.abandon(err as Error);
       // The claim stays in progress: deleting it would let a retry run the operation again.
       this.logger.error?.(
         `Could not store the response of ${this.describe()}; the key stays in progress until its lease ends: ${(err as Error).message}`,
@@ -76,15 +99,51 @@ export class IdempotentExecution {
     }
   }
 
+  /** Transactional mode, outcome not recorded: nothing was committed, so say so and free the key. */
+  private async abandon(err: Error): Promise<WireResponse> {
+    this.logger.error?.(`Rolled back ${this.describe()}: ${err.message}`);
+    await this.endTransaction(false);
+    await this.release('its transaction rolled back');
+    const problem = new IdempotencyProblemException(
+      503,
+      ProblemCode.StoreUnavailable,
+      'The operation was rolled back because its outcome could not be recorded; retry with the same key',
+    );
+    return {
+      statusCode: 503,
+      headers: { 'content-type': PROBLEM_CONTENT_TYPE, 'retry-after': String(this.options.retryAfterSeconds) },
+      body: Buffer.from(JSON.stringify(problem.getResponse())),
+    };
+  }
+
+  /** A streamed response cannot be held or stored: release the key (committing any writes). */
+  private async streamed(): Promise<void> {
+    this.heartbeat.stop();
+    await this.endTransaction(true);
+    await this.release('the response is streamed and cannot be stored');
+  }
+
   private transactionId(req: object, parsed: { value: unknown } | undefined, wire: WireResponse) {
     if (this.context.transactionId !== null) return this.context.transactionId;
     if (!this.route.transactionId) return null;
     try {
-      const body = parsed ? parsed.value : wire.body.toString('utf8');
-      const id = this.route.transactionId(body, req);
+      const id = this.route.transactionId(parsed ? parsed.value : wire.body.toString('utf8'), req);
       return id === undefined || id === null ? null : String(id);
     } catch {
       return null;
+    }
+  }
+
+  /** A failed commit throws; a failed rollback does not (a dead connection rolls back anyway). */
+  private async endTransaction(commit: boolean): Promise<void> {
+    const tx = this.transaction;
+    if (!tx) return;
+    this.transaction = undefined;
+    try {
+      if (commit) await tx.commitTransaction();
+      else if (tx.isTransactionActive) await tx.rollbackTransaction().catch(() => undefined);
+    } finally {
+      await tx.release().catch(() => undefined);
     }
   }
 
@@ -96,26 +155,6 @@ export class IdempotentExecution {
         `Could not release ${this.describe()} (${reason}); it frees when its lease ends: ${(err as Error).message}`,
       );
     }
-  }
-
-  private startHeartbeat(): void {
-    const everyMs = (this.options.leaseSeconds * 1000) / 3;
-    const stopAt = Date.now() + this.options.maxHoldSeconds * 1000;
-    this.heartbeat = setInterval(() => {
-      if (Date.now() >= stopAt) return this.stopHeartbeat();
-      this.store.renew(this.lease, this.options.leaseSeconds).then(
-        (held) => {
-          if (!held) this.stopHeartbeat();
-        },
-        (err: Error) => this.logger.warn?.(`Lease renewal failed for ${this.describe()}: ${err.message}`),
-      );
-    }, everyMs);
-    this.heartbeat.unref();
-  }
-
-  private stopHeartbeat(): void {
-    if (this.heartbeat) clearInterval(this.heartbeat);
-    this.heartbeat = undefined;
   }
 
   private describe(): string {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { buildStatements, type IdempotencyStatements } from './idempotency.sql.js';
 import type {
   ClaimOutcome,
@@ -8,6 +8,7 @@ import type {
   Completion,
   IdempotencyStore,
   Lease,
+  ReplayEvent,
 } from './interfaces/idempotency-store.interface.js';
 
 interface Queryable {
@@ -27,6 +28,7 @@ interface ExistingRow {
   same_request: boolean;
   stale: boolean;
   status_code: number | null;
+  expires_at: Date | null;
   response_headers: Record<string, string> | null;
   response_raw: Buffer | null;
 }
@@ -75,11 +77,12 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
       if (!row) continue;
       if (row.claimed) return { type: 'claimed', lease: { id: row.id, token } };
       if (row.stale) {
-        const { rowCount } = await this.pool.query({
+        const taken = await this.pool.query({
           ...this.sql.takeover,
           values: [row.id, req.requestHash, token, req.leaseSeconds, req.ttlSeconds],
         });
-        if (rowCount === 1) return { type: 'claimed', lease: { id: row.id, token } };
+        const id = taken.rows[0]?.id as string | undefined;
+        if (id) return { type: 'claimed', lease: { id, token } };
         insert = false;
         continue;
       }
@@ -87,6 +90,8 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
       if (row.status === 'in_progress') return { type: 'in_progress' };
       return {
         type: 'completed',
+        recordId: row.id,
+        expiresAt: row.expires_at as Date,
         response: {
           statusCode: row.status_code as number,
           headers: row.response_headers ?? {},
@@ -97,21 +102,35 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     throw new Error('nestjs-pg-idempotency: claim did not settle; too much contention on one key');
   }
 
-  async complete(lease: Lease, c: Completion): Promise<boolean> {
-    const { rowCount } = await this.pool.query({
-      ...this.sql.complete,
-      values: [
+  async complete(lease: Lease, c: Completion, transaction?: EntityManager): Promise<boolean> {
+    const values = [
         lease.id,
         lease.token,
         c.statusCode,
         c.headers,
         c.body,
         c.bodyJson,
-        c.transactionId,
-        c.ttlSeconds,
+      c.transactionId,
+      c.ttlSeconds,
+    ];
+    if (transaction?.queryRunner) {
+      const result = await transaction.queryRunner.query(this.sql.complete.text, values, true);
+      return result.affected === 1;
+    }
+    const { rowCount } = await this.pool.query({ ...this.sql.complete, values });
+    return rowCount === 1;
+  }
+
+  async recordReplays(replays: readonly ReplayEvent[]): Promise<void> {
+    if (replays.length === 0) return;
+    await this.pool.query({
+      ...this.sql.recordReplays,
+      values: [
+        replays.map((r) => r.recordId),
+        replays.map((r) => r.replayedAt),
+        replays.map((r) => r.expiresAt),
       ],
     });
-    return rowCount === 1;
   }
 
   async release(lease: Lease): Promise<boolean> {
@@ -136,18 +155,23 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     try {
       const { rows } = await client.query({ text: this.sql.cleanupLock, values: [lockName] });
       if (!rows[0]?.locked) return { ran: false, deleted: 0, batches: 0 };
+      const startedAt = new Date();
       let deleted = 0;
       let batches = 0;
       try {
-        for (;;) {
-          const { rowCount } = await client.query({
-            text: this.sql.cleanupBatch,
-            values: [options.batchSize, options.retentionSeconds],
-          });
-          batches++;
-          deleted += rowCount ?? 0;
-          if ((rowCount ?? 0) < options.batchSize) break;
+        for (const [index, text] of this.sql.cleanupBatches.entries()) {
+          for (;;) {
+            const { rowCount } = await client.query({
+              text,
+              values: [options.batchSize, options.retentionSeconds],
+            });
+            batches++;
+            // Records count as deleted; replay events of those records go with them.
+            if (index < 2) deleted += rowCount ?? 0;
+            if ((rowCount ?? 0) < options.batchSize) break;
+          }
         }
+        await client.query({ text: this.sql.cleanupRun, values: [startedAt, deleted, batches] });
       } finally {
         await client.query({ text: this.sql.cleanupUnlock, values: [lockName] });
       }

@@ -11,7 +11,7 @@ export interface WireResponse {
 
 export interface HoldHooks {
   /** Runs before the response leaves the process; the client waits for it. */
-  onEnd(response: WireResponse): Promise<void>;
+  onEnd(response: WireResponse): Promise<WireResponse | void>;
   /** The handler streams (writes before ending): nothing can be held or stored. */
   onStream(): void;
 }
@@ -62,27 +62,32 @@ function toBuffer(chunk: unknown, encoding: BufferEncoding | undefined): Buffer 
 /**
  * Holds the response of a claimed request at the socket: when the platform ends it, `onEnd`
  * stores it first, then the bytes are released. What is stored is exactly what the client gets,
- * after every interceptor, serializer and exception filter.
+ * after every interceptor, serializer and exception filter. `onEnd` may return a replacement
+ * (when the outcome could not be recorded); `writeHead` is deferred so that stays possible.
  */
 export function holdResponse(res: ServerResponse, allow: ReadonlySet<string>, hooks: HoldHooks) {
-  const headHeaders: Record<string, string> = {};
+  let heldHead: unknown[] | undefined;
   const { original, restore } = patch(res, {
     writeHead(...args: unknown[]) {
-      for (const [name, value] of Object.entries(headersArg(args) ?? {})) {
-        if (value !== undefined) headHeaders[name.toLowerCase()] = String(value);
-      }
-      return original.writeHead.apply(res, args);
+      heldHead = args;
+      if (typeof args[0] === 'number') res.statusCode = args[0];
+      return res;
     },
     write(...args: unknown[]) {
       restore();
+      if (heldHead) original.writeHead.apply(res, heldHead);
       hooks.onStream();
       return original.write.apply(res, args);
     },
     end(...args: unknown[]) {
       restore();
       const { chunk, encoding } = splitEnd(args);
+      const all = { ...res.getHeaders() };
+      for (const [name, value] of Object.entries(headersArg(heldHead ?? []) ?? {})) {
+        all[name.toLowerCase()] = value;
+      }
       const headers: Record<string, string> = {};
-      for (const [name, value] of Object.entries({ ...res.getHeaders(), ...headHeaders })) {
+      for (const [name, value] of Object.entries(all)) {
         if (allow.has(name) && value !== undefined) {
           headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
         }
@@ -91,7 +96,21 @@ export function holdResponse(res: ServerResponse, allow: ReadonlySet<string>, ho
       hooks
         .onEnd(wire)
         .catch(() => undefined)
-        .then(() => original.end.apply(res, args))
+        .then((replacement) => {
+          if (!replacement) {
+            if (heldHead) original.writeHead.apply(res, heldHead);
+            return original.end.apply(res, args);
+          }
+          const head = headersArg(heldHead ?? []);
+          for (const [name, value] of Object.entries(head ?? {})) {
+            if (value !== undefined) res.setHeader(name, value);
+          }
+          for (const name of BODY_HEADERS) res.removeHeader(name);
+          for (const [name, value] of Object.entries(replacement.headers)) res.setHeader(name, value);
+          res.setHeader('content-length', replacement.body.length);
+          res.statusCode = replacement.statusCode;
+          return original.end.call(res, replacement.body);
+        })
         .catch((err: Error) => res.destroy(err));
       return res;
     },

@@ -1,4 +1,4 @@
--- nestjs-pg-idempotency: idempotency_keys (generated from migrations/idempotency-keys.sql.ts; do not edit)
+-- nestjs-pg-idempotency: idempotency_keys (generated from migrations/*.sql.ts; do not edit)
 
 -- Safe to run more than once.
 

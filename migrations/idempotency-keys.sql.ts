@@ -5,6 +5,7 @@
  */
 import { quoteTable } from "../lib/idempotency.sql.js";
 
+
 /** The statements for a table of another name (the module's `tableName` option), e.g. `billing.idempotency_keys`. */
 export function idempotencyKeysUp(tableName = "idempotency_keys"): string[] {
   // The default name stays unquoted so the generated .sql file reads naturally.
@@ -45,12 +46,12 @@ export const IDEMPOTENCY_KEYS_UP = idempotencyKeysUp();
 
 export const IDEMPOTENCY_KEYS_DOWN = [`DROP TABLE IF EXISTS idempotency_keys`];
 
-/** The plain-SQL file's text, for teams that run migrations by hand. */
-export function idempotencyKeysSqlFile(): string {
+/** Renders statements as a plain `.sql` file for teams that run migrations by hand. */
+export function renderSqlFile(title: string, statements: readonly string[]): string {
   return [
-    "-- nestjs-pg-idempotency: idempotency_keys (generated from migrations/idempotency-keys.sql.ts; do not edit)",
-    "-- Safe to run more than once.",
-    ...IDEMPOTENCY_KEYS_UP.map((statement) => `${statement};`),
-    "",
-  ].join("\n\n");
+    `-- nestjs-pg-idempotency: ${title} (generated from migrations/*.sql.ts; do not edit)`,
+    '-- Safe to run more than once.',
+    ...statements.map((statement) => `${statement};`),
+    '',
+  ].join('\n\n');
 }

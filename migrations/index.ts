@@ -1,12 +1,27 @@
-import { CreateIdempotencyKeys1764680000000 } from "./1764680000000-CreateIdempotencyKeys.js";
+import { CreateIdempotencyKeys1764680000000 } from './1764680000000-CreateIdempotencyKeys.js';
+import { CreateIdempotencyAudit1764680100000 } from './1764680100000-CreateIdempotencyAudit.js';
+import { IDEMPOTENCY_AUDIT_UP, idempotencyAuditUp } from './idempotency-audit.sql.js';
+import { IDEMPOTENCY_KEYS_UP, idempotencyKeysUp, renderSqlFile } from './idempotency-keys.sql.js';
 
-export { CreateIdempotencyKeys1764680000000 };
-export {
-  IDEMPOTENCY_KEYS_UP,
-  IDEMPOTENCY_KEYS_DOWN,
-  idempotencyKeysSqlFile,
-  idempotencyKeysUp,
-} from "./idempotency-keys.sql.js";
+export { CreateIdempotencyKeys1764680000000, CreateIdempotencyAudit1764680100000 };
+export { IDEMPOTENCY_KEYS_UP, IDEMPOTENCY_KEYS_DOWN, idempotencyKeysUp } from './idempotency-keys.sql.js';
+export { IDEMPOTENCY_AUDIT_UP, IDEMPOTENCY_AUDIT_DOWN, idempotencyAuditUp } from './idempotency-audit.sql.js';
 
 /** Every migration of the library, in order: `migrations: [...idempotencyMigrations, ...yours]`. */
-export const idempotencyMigrations = [CreateIdempotencyKeys1764680000000];
+export const idempotencyMigrations = [
+  CreateIdempotencyKeys1764680000000,
+  CreateIdempotencyAudit1764680100000,
+];
+
+/** Every statement, for a table of another name (the module's `tableName` option). */
+export function idempotencySchema(tableName = 'idempotency_keys'): string[] {
+  return [...idempotencyKeysUp(tableName), ...idempotencyAuditUp(tableName)];
+}
+
+/** The plain `.sql` files shipped in `migrations/`, by file name. */
+export function idempotencySqlFiles(): Record<string, string> {
+  return {
+    '001_idempotency_keys.sql': renderSqlFile('idempotency_keys', IDEMPOTENCY_KEYS_UP),
+    '002_idempotency_audit.sql': renderSqlFile('audit trail and reconciliation views', IDEMPOTENCY_AUDIT_UP),
+  };
+}

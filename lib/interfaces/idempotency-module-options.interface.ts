@@ -107,6 +107,18 @@ export interface IdempotencyModuleOptions {
    * @default 'idempotency_keys'
    */
   tableName?: string;
+  /**
+   * Audit of replays: `'batched'` appends one row per replay to `idempotency_keys_replays` and
+   * bumps `replay_count`/`last_replayed_at`, written once per `replayAuditFlushMs` for all replays
+   * in between (a crash loses at most that window); `'off'` records nothing.
+   * @default 'batched'
+   */
+  replayAudit?: 'batched' | 'off';
+  /**
+   * How often buffered replay events are written.
+   * @default 1000
+   */
+  replayAuditFlushMs?: number;
   /** Cleanup of expired records. */
   cleanup?: IdempotencyCleanupOptions;
 }

@@ -1,3 +1,5 @@
+import type { EntityManager } from 'typeorm';
+
 /** Identifies one logical operation: a key is only ever compared within its scope. */
 export interface IdempotencyScope {
   key: string;
@@ -29,7 +31,14 @@ export type ClaimOutcome =
   | { type: 'claimed'; lease: Lease }
   | { type: 'in_progress' }
   | { type: 'mismatch' }
-  | { type: 'completed'; response: StoredResponse };
+  | { type: 'completed'; recordId: string; expiresAt: Date; response: StoredResponse };
+
+/** One replay of a completed record, for the audit trail. */
+export interface ReplayEvent {
+  recordId: string;
+  replayedAt: Date;
+  expiresAt: Date;
+}
 
 export interface Completion extends StoredResponse {
   /** The body as JSON text when it is JSON (kept queryable in `response_body`), else null. */
@@ -41,6 +50,7 @@ export interface Completion extends StoredResponse {
 export interface CleanupResult {
   /** False when another instance held the cleanup lock, so nothing was done. */
   ran: boolean;
+  /** Records deleted, live and archived. */
   deleted: number;
   batches: number;
 }
@@ -52,8 +62,13 @@ export interface CleanupResult {
 export interface IdempotencyStore {
   /** Claims the scope atomically, or reports what already holds it. */
   claim(request: ClaimRequest): Promise<ClaimOutcome>;
-  /** Stores the response; false when the lease was lost (the row is not ours any more). */
-  complete(lease: Lease, completion: Completion): Promise<boolean>;
+  /**
+   * Stores the response; false when the lease was lost (the row is not ours any more).
+   * With `transaction`, the write joins it (transactional mode) and commits with the handler's writes.
+   */
+  complete(lease: Lease, completion: Completion, transaction?: EntityManager): Promise<boolean>;
+  /** Appends replay events to the audit trail. */
+  recordReplays(replays: readonly ReplayEvent[]): Promise<void>;
   /** Deletes our in-progress claim so a retry runs again; false when it was not ours any more. */
   release(lease: Lease): Promise<boolean>;
   /** Extends our lease; false when it was lost. */

@@ -23,4 +23,12 @@ export interface IdempotentOptions {
    * @example (body) => body?.id
    */
   transactionId?: (body: unknown, req: IdempotencyRequest) => string | number | null | undefined;
+  /**
+   * Runs the handler's own writes and the completion of the record in one PostgreSQL transaction:
+   * the handler writes through `ctx.manager` (see `@IdempotencyCtx()`). If it throws, or the
+   * process dies, its writes roll back with the completion and a retry starts clean.
+   * The claim itself stays a separate, immediately visible insert.
+   * @default false
+   */
+  transactional?: boolean;
 }

@@ -1,10 +1,13 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import {
-  idempotencyKeysSqlFile,
   idempotencyKeysUp,
   idempotencyMigrations,
+  idempotencySchema,
+  idempotencySqlFiles,
 } from '../../migrations/index.js';
+
+const sqlFiles = () => Object.values(idempotencySqlFiles()).join('\n');
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 
 const columns = (db: TestDatabase, table = 'idempotency_keys') =>
@@ -24,7 +27,10 @@ describe('migrations', () => {
     const ds = db.newDataSource({ migrations: idempotencyMigrations });
     await ds.initialize();
     const first = await ds.runMigrations();
-    expect(first.map((m) => m.name)).toEqual(['CreateIdempotencyKeys1764680000000']);
+    expect(first.map((m) => m.name)).toEqual([
+      'CreateIdempotencyKeys1764680000000',
+      'CreateIdempotencyAudit1764680100000',
+    ]);
     await ds.query(
       `INSERT INTO idempotency_keys (idempotency_key, endpoint, request_hash, expires_at) VALUES ('k', 'POST /x', repeat('a', 64), now())`,
     );
@@ -54,12 +60,16 @@ describe('migrations', () => {
     );
     // Reverting removes it; the table never comes from synchronize.
     await ds.undoLastMigration();
+    await ds.undoLastMigration();
     expect(await columns(db)).toEqual([]);
+    expect(await columns(db, 'idempotency_keys_replays')).toEqual([]);
   });
 
-  it('ships a plain SQL file that equals the migration and runs twice without harm', async () => {
-    const file = readFileSync(new URL('../../migrations/001_idempotency_keys.sql', import.meta.url), 'utf8');
-    expect(file).toBe(idempotencyKeysSqlFile());
+  it('ships plain SQL files that equal the migrations and run twice without harm', async () => {
+    for (const [name, text] of Object.entries(idempotencySqlFiles())) {
+      expect(readFileSync(new URL(`../../migrations/${name}`, import.meta.url), 'utf8')).toBe(text);
+    }
+    const file = sqlFiles();
     db = await createTestDatabase('mig_sql');
     await db.dataSource.initialize();
     await db.dataSource.query(file);
@@ -71,7 +81,7 @@ describe('migrations', () => {
   it('enforces one record per (key, endpoint, user)', async () => {
     db = await createTestDatabase('mig_unique');
     await db.dataSource.initialize();
-    await db.dataSource.query(idempotencyKeysSqlFile());
+    await db.dataSource.query(sqlFiles());
     const insert = (user: string) =>
       db!.dataSource.query(
         `INSERT INTO idempotency_keys (idempotency_key, endpoint, user_id, request_hash) VALUES ('k', 'POST /p', $1, repeat('a', 64))`,
@@ -86,11 +96,15 @@ describe('migrations', () => {
     db = await createTestDatabase('mig_named');
     await db.dataSource.initialize();
     await db.dataSource.query('CREATE SCHEMA billing');
-    for (const statement of idempotencyKeysUp('billing.idem_keys')) await db.dataSource.query(statement);
-    expect((await columns(db, 'idem_keys')).length).toBe((await (async () => {
-      await db!.dataSource.query(idempotencyKeysSqlFile());
-      return columns(db!);
-    })()).length);
+    for (const statement of idempotencySchema('billing.idem_keys')) await db.dataSource.query(statement);
+    await db.dataSource.query(sqlFiles());
+    for (const [custom, standard] of [
+      ['idem_keys', 'idempotency_keys'],
+      ['idem_keys_archive', 'idempotency_keys_archive'],
+      ['idem_keys_deduplications', 'idempotency_keys_deduplications'],
+    ]) {
+      expect(await columns(db, custom)).toEqual(await columns(db, standard));
+    }
     expect(() => idempotencyKeysUp('x; DROP TABLE y')).toThrow(/invalid tableName/);
   });
 });

@@ -5,7 +5,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { Idempotent, IdempotencyModule } from '../../lib/index.js';
-import { idempotencyKeysUp, idempotencyMigrations } from '../../migrations/index.js';
+import { idempotencyMigrations, idempotencySchema } from '../../migrations/index.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 import { send } from '../fixtures/http-client.js';
 import { TcpProxy } from '../fixtures/tcp-proxy.js';
@@ -35,7 +35,7 @@ describe('module configuration', () => {
     await ds.initialize();
     await ds.runMigrations();
     await ds.query('CREATE SCHEMA billing');
-    for (const statement of idempotencyKeysUp('billing.idem_keys')) await ds.query(statement);
+    for (const statement of idempotencySchema('billing.idem_keys')) await ds.query(statement);
     await ds.destroy();
   });
   afterAll(async () => db?.drop());
@@ -108,7 +108,8 @@ describe('module configuration', () => {
     const { app, url } = await listen(AppModule);
     close = async () => {
       await app.close();
-      await dataSource.destroy();
+      // The module opened this DataSource, so closing the app closed it.
+      expect(dataSource.isInitialized).toBe(false);
       await proxy.stop();
     };
     await proxy.cut();

@@ -1,0 +1,41 @@
+import type { LoggerService } from '@nestjs/common';
+import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
+import type { IdempotencyStore, Lease } from './interfaces/idempotency-store.interface.js';
+
+/**
+ * Renews a claim's lease every third of it while its handler runs, up to `maxHoldSeconds`.
+ * A handler faster than a third of the lease never renews; a crashed process stops renewing.
+ */
+export class LeaseHeartbeat {
+  private timer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly store: IdempotencyStore,
+    private readonly lease: Lease,
+    private readonly options: Pick<ResolvedIdempotencyOptions, 'leaseSeconds' | 'maxHoldSeconds'>,
+    private readonly logger: LoggerService,
+    private readonly describe: () => string,
+  ) {}
+
+  start(): void {
+    const stopAt = Date.now() + this.options.maxHoldSeconds * 1000;
+    this.timer = setInterval(() => {
+      if (Date.now() >= stopAt) {
+        this.logger.warn?.(`${this.describe()} held its claim for maxHoldSeconds; no longer renewing its lease`);
+        return this.stop();
+      }
+      this.store.renew(this.lease, this.options.leaseSeconds).then(
+        (held) => {
+          if (!held) this.stop();
+        },
+        (err: Error) => this.logger.warn?.(`Lease renewal failed for ${this.describe()}: ${err.message}`),
+      );
+    }, (this.options.leaseSeconds * 1000) / 3);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}

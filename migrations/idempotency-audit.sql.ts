@@ -1,0 +1,106 @@
+import { quoteTable } from '../lib/idempotency.sql.js';
+
+/**
+ * The audit trail around the records table: archived records (a stale key taken over keeps its
+ * old record here), replay events, cleanup runs, and the reconciliation views finance queries.
+ * Names derive from the records table: `idempotency_keys_archive`, `idempotency_keys_replays`, ...
+ * Days in the views are UTC days.
+ */
+export function idempotencyAuditUp(tableName = 'idempotency_keys'): string[] {
+  const name = (suffix = '') =>
+    tableName === 'idempotency_keys' ? `idempotency_keys${suffix}` : quoteTable(`${tableName}${suffix}`);
+  const n = `${tableName.split('.').pop()}`;
+  const t = name();
+  const utcDay = (column: string) => `(${column} AT TIME ZONE 'UTC')::date`;
+  const listColumns = `id, idempotency_key, endpoint, user_id, status, status_code, transaction_id,
+       replay_count, last_replayed_at, created_at, completed_at, expires_at, locked_until`;
+  return [
+    `CREATE TABLE IF NOT EXISTS ${name('_archive')} (
+  id               uuid         PRIMARY KEY,
+  idempotency_key  varchar(255) NOT NULL,
+  endpoint         varchar(255) NOT NULL,
+  user_id          text         NOT NULL,
+  request_hash     char(64)     NOT NULL,
+  status           varchar(20)  NOT NULL,
+  status_code      smallint,
+  response_headers jsonb,
+  response_body    jsonb,
+  response_raw     bytea,
+  transaction_id   varchar(255),
+  replay_count     integer      NOT NULL DEFAULT 0,
+  last_replayed_at timestamptz,
+  created_at       timestamptz  NOT NULL,
+  completed_at     timestamptz,
+  expires_at       timestamptz  NOT NULL,
+  locked_until     timestamptz,
+  archived_at      timestamptz  NOT NULL DEFAULT now()
+)`,
+    `CREATE INDEX IF NOT EXISTS idx_${n}_archive_expires_at ON ${name('_archive')} (expires_at)`,
+    `CREATE INDEX IF NOT EXISTS idx_${n}_archive_transaction_id ON ${name('_archive')} (transaction_id) WHERE transaction_id IS NOT NULL`,
+    `CREATE TABLE IF NOT EXISTS ${name('_replays')} (
+  id          bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  record_id   uuid        NOT NULL,
+  replayed_at timestamptz NOT NULL,
+  expires_at  timestamptz NOT NULL
+)`,
+    `CREATE INDEX IF NOT EXISTS idx_${n}_replays_record_id ON ${name('_replays')} (record_id)`,
+    `CREATE INDEX IF NOT EXISTS idx_${n}_replays_replayed_at ON ${name('_replays')} (replayed_at)`,
+    `CREATE INDEX IF NOT EXISTS idx_${n}_replays_expires_at ON ${name('_replays')} (expires_at)`,
+    `CREATE TABLE IF NOT EXISTS ${name('_cleanup_runs')} (
+  id          bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  started_at  timestamptz NOT NULL,
+  finished_at timestamptz NOT NULL DEFAULT now(),
+  deleted     integer     NOT NULL,
+  batches     integer     NOT NULL
+)`,
+    `CREATE OR REPLACE VIEW ${name('_all')} AS
+SELECT ${listColumns}, NULL::timestamptz AS archived_at FROM ${t}
+UNION ALL
+SELECT ${listColumns}, archived_at FROM ${name('_archive')}`,
+    `CREATE OR REPLACE VIEW ${name('_deduplications')} AS
+SELECT ${utcDay('r.replayed_at')} AS day, k.id AS record_id, k.idempotency_key, k.endpoint, k.user_id,
+       k.transaction_id, k.status_code, count(*)::int AS replays,
+       min(r.replayed_at) AS first_replayed_at, max(r.replayed_at) AS last_replayed_at
+  FROM ${name('_replays')} r
+  JOIN ${name('_all')} k ON k.id = r.record_id
+ GROUP BY 1, k.id, k.idempotency_key, k.endpoint, k.user_id, k.transaction_id, k.status_code`,
+    `CREATE OR REPLACE VIEW ${name('_stuck_claims')} AS
+SELECT id, idempotency_key, endpoint, user_id, created_at, locked_until, now() - locked_until AS stuck_for
+  FROM ${t}
+ WHERE status = 'in_progress' AND locked_until < now()`,
+    `CREATE OR REPLACE VIEW ${name('_failures_daily')} AS
+SELECT ${utcDay('completed_at')} AS day, endpoint, status_code, count(*)::int AS records
+  FROM ${name('_all')}
+ WHERE status = 'completed' AND status_code >= 400
+ GROUP BY 1, 2, 3`,
+    `CREATE OR REPLACE VIEW ${name('_daily_summary')} AS
+WITH events (day, kind, n) AS (
+  SELECT ${utcDay('created_at')}, 'created', 1 FROM ${name('_all')}
+  UNION ALL SELECT ${utcDay('completed_at')}, 'completed', 1 FROM ${name('_all')} WHERE completed_at IS NOT NULL
+  UNION ALL SELECT ${utcDay('replayed_at')}, 'replayed', 1 FROM ${name('_replays')}
+  UNION ALL SELECT ${utcDay('expires_at')}, 'expired', 1 FROM ${name('_all')} WHERE expires_at <= now()
+  UNION ALL SELECT ${utcDay('finished_at')}, 'deleted', deleted FROM ${name('_cleanup_runs')}
+)
+SELECT day,
+       coalesce(sum(n) FILTER (WHERE kind = 'created'), 0)::int   AS created,
+       coalesce(sum(n) FILTER (WHERE kind = 'completed'), 0)::int AS completed,
+       coalesce(sum(n) FILTER (WHERE kind = 'replayed'), 0)::int  AS replayed,
+       coalesce(sum(n) FILTER (WHERE kind = 'expired'), 0)::int   AS expired,
+       coalesce(sum(n) FILTER (WHERE kind = 'deleted'), 0)::int   AS deleted
+  FROM events
+ GROUP BY day`,
+  ];
+}
+
+export const IDEMPOTENCY_AUDIT_UP = idempotencyAuditUp();
+
+export const IDEMPOTENCY_AUDIT_DOWN = [
+  'DROP VIEW IF EXISTS idempotency_keys_daily_summary',
+  'DROP VIEW IF EXISTS idempotency_keys_failures_daily',
+  'DROP VIEW IF EXISTS idempotency_keys_stuck_claims',
+  'DROP VIEW IF EXISTS idempotency_keys_deduplications',
+  'DROP VIEW IF EXISTS idempotency_keys_all',
+  'DROP TABLE IF EXISTS idempotency_keys_cleanup_runs',
+  'DROP TABLE IF EXISTS idempotency_keys_replays',
+  'DROP TABLE IF EXISTS idempotency_keys_archive',
+];
