@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+import { send } from '../fixtures/http-client.js';
+import { startFixtureApp, type FixtureApp } from '../fixtures/payments.fixture.js';
+
+/**
+ * The round-trip budget: every statement the app sends goes through the pool of its DataSource,
+ * so wrapping that pool's `query` counts exactly what each request path costs.
+ */
+describe('round-trip budget', () => {
+  let db: MigratedDatabase;
+  let f: FixtureApp;
+  const sent: string[] = [];
+
+  beforeAll(async () => {
+    db = await createMigratedDatabase('roundtrips');
+    const appDataSource = db.newDataSource();
+    await appDataSource.initialize();
+    const pool = (appDataSource.driver as unknown as { master: { query: (...a: any[]) => any; connect: (...a: any[]) => any } }).master;
+    const query = pool.query.bind(pool);
+    let inQuery = 0;
+    pool.query = (config: any, ...rest: any[]) => {
+      sent.push(typeof config === 'string' ? config : config.text);
+      inQuery++;
+      try {
+        return query(config, ...rest);
+      } finally {
+        inQuery--;
+      }
+    };
+    // pool.query() checks a client out synchronously; any other checkout is a dedicated connection.
+    const connect = pool.connect.bind(pool);
+    pool.connect = (...args: any[]) => {
+      if (inQuery === 0) sent.push('<dedicated connection>');
+      return connect(...args);
+    };
+    f = await startFixtureApp({ platform: 'express', dataSource: appDataSource, options: { replayAuditFlushMs: 3_600_000 } });
+  });
+  afterAll(async () => {
+    await f?.close();
+    await db?.drop();
+  });
+  beforeEach(() => {
+    sent.length = 0;
+  });
+
+  it('a first call costs 2 statements: the claim and the completion', async () => {
+    expect((await send(f.url, '/charges', { key: randomUUID(), body: { amount: 1 } })).status).toBe(201);
+    expect(sent).toHaveLength(2);
+    expect(sent[0]).toMatch(/^WITH ins AS \(\s*INSERT INTO .* ON CONFLICT \(idempotency_key, endpoint, user_id\) DO NOTHING/s);
+    expect(sent[1]).toMatch(/^UPDATE .* SET status = 'completed'/s);
+  });
+
+  it('a replay costs 1 statement', async () => {
+    const key = randomUUID();
+    await send(f.url, '/charges', { key, body: { amount: 1 } });
+    sent.length = 0;
+    const replay = await send(f.url, '/charges', { key, body: { amount: 1 } });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(sent).toHaveLength(1);
+  });
+
+  it('an in-progress conflict and a mismatch cost 1 statement each', async () => {
+    const key = randomUUID();
+    const slow = send(f.url, '/slow', { key, body: { ms: 300 } });
+    await new Promise((r) => setTimeout(r, 100));
+    sent.length = 0;
+    expect((await send(f.url, '/slow', { key, body: { ms: 300 } })).status).toBe(409);
+    expect(sent).toHaveLength(1);
+    await slow;
+    sent.length = 0;
+    expect((await send(f.url, '/slow', { key, body: { ms: 1 } })).status).toBe(409);
+    expect(sent).toHaveLength(1);
+  });
+
+  it('a decorated route without a key, and an undecorated route, cost 0', async () => {
+    await send(f.url, '/charges', { body: { amount: 1 } });
+    await send(f.url, '/plain', { key: randomUUID() });
+    expect(sent).toEqual([]);
+  });
+
+  it('a handler faster than a third of the lease never renews it', async () => {
+    await send(f.url, '/slow', { key: randomUUID(), body: { ms: 200 } });
+    expect(sent.filter((s) => /locked_until = now\(\) \+/.test(s) && s.startsWith('UPDATE'))).toEqual([]);
+    expect(sent).toHaveLength(2);
+  });
+});
