@@ -1,0 +1,36 @@
+import { Column, CreateDateColumn, Entity, PrimaryColumn } from 'typeorm';
+
+export type PaymentStatus = 'succeeded' | 'declined' | 'partially_refunded' | 'refunded';
+
+/** A row of the ledger. The table comes from the sample's migration, never from `synchronize`. */
+@Entity('payments')
+export class Payment {
+  /** `pay_<random>` */
+  @PrimaryColumn('text')
+  id!: string;
+
+  @Column('text', { name: 'user_id' })
+  userId!: string;
+
+  /** Minor units (cents). */
+  @Column('integer')
+  amount!: number;
+
+  @Column('char', { length: 3 })
+  currency!: string;
+
+  @Column('text')
+  source!: string;
+
+  @Column('text')
+  status!: PaymentStatus;
+
+  @Column('integer', { name: 'amount_refunded', default: 0 })
+  amountRefunded!: number;
+
+  @Column('text', { name: 'failure_code', nullable: true })
+  failureCode!: string | null;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt!: Date;
+}

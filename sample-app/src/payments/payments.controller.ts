@@ -1,0 +1,81 @@
+import { Body, Controller, DefaultValuePipe, Get, Param, ParseIntPipe, Post, Query } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { Idempotent, IdempotencyContext, IdempotencyCtx } from '../../../lib/index.js';
+import { CurrentUser, type SampleUser } from '../auth/bearer-auth.guard.js';
+import { apiError } from './api-errors.js';
+import { CreatePaymentDto, CreateRefundDto } from './payments.dto.js';
+import { PaymentsService } from './payments.service.js';
+import { paymentView, refundView } from './views.js';
+
+/** The record's transaction id is the created object's `id` (`pay_...` / `re_...`). */
+const transactionId = (body: unknown) => (body as { id?: string } | null)?.id;
+
+@Controller('payments')
+export class PaymentsController {
+  constructor(
+    private readonly payments: PaymentsService,
+    private readonly dataSource: DataSource,
+  ) {}
+
+  @Post()
+  @Idempotent({ required: true, transactional: true, transactionId })
+  async create(
+    @CurrentUser() user: SampleUser,
+    @Body() dto: CreatePaymentDto,
+    @IdempotencyCtx() idem?: IdempotencyContext,
+  ) {
+    // Transactional mode: the payment row commits together with the idempotency record.
+    const manager = idem?.manager ?? this.dataSource.manager;
+    const payment = await this.payments.charge(manager, user.id, dto);
+    if (payment.status === 'declined') {
+      // The decline is a final answer: recorded in the ledger, stored and replayed as this 402.
+      // Its body has no `id`, so link the record to the declined payment explicitly.
+      idem?.setTransactionId(payment.id);
+      throw apiError(402, {
+        type: 'card_error',
+        code: 'card_declined',
+        decline_code: 'generic_decline',
+        message: 'Your card was declined.',
+        payment: payment.id,
+      });
+    }
+    return paymentView(payment);
+  }
+
+  @Post(':id/refunds')
+  @Idempotent({ required: true, transactional: true, transactionId })
+  async refund(
+    @CurrentUser() user: SampleUser,
+    @Param('id') paymentId: string,
+    @Body() dto: CreateRefundDto,
+    @IdempotencyCtx() idem?: IdempotencyContext,
+  ) {
+    const manager = idem?.manager ?? this.dataSource.manager;
+    return refundView(await this.payments.refund(manager, user.id, paymentId, dto.amount));
+  }
+
+  @Get()
+  async list(
+    @CurrentUser() user: SampleUser,
+    @Query('limit', new DefaultValuePipe(20), ParseIntPipe) limit: number,
+  ) {
+    const payments = await this.payments.list(user.id, Math.min(Math.max(limit, 1), 100));
+    return { object: 'list', data: payments.map((p) => paymentView(p)) };
+  }
+
+  @Get(':id')
+  async get(@CurrentUser() user: SampleUser, @Param('id') id: string) {
+    const { payment, refunds } = await this.payments.get(user.id, id);
+    return paymentView(payment, refunds);
+  }
+}
+
+@Controller('refunds')
+export class RefundsController {
+  constructor(private readonly payments: PaymentsService) {}
+
+  @Get(':id')
+  async get(@CurrentUser() user: SampleUser, @Param('id') id: string) {
+    return refundView(await this.payments.getRefund(user.id, id));
+  }
+}
