@@ -35,3 +35,10 @@ export function setResponseHeader(res: PlatformResponse, name: string, value: st
 export function hijack(res: PlatformResponse): void {
   if (typeof res.hijack === 'function') res.hijack();
 }
+
+/** Whether the request carries a body (whether or not a parser read it). */
+export function hasBody(req: IdempotencyRequest): boolean {
+  const headers = (req.raw ?? req).headers ?? {};
+  const length = headers['content-length'];
+  return (length !== undefined && length !== '0') || headers['transfer-encoding'] !== undefined;
+}

@@ -21,5 +21,6 @@ export const ProblemCode = {
   Mismatch: 'idempotency_key_reused_with_different_params',
   NotReplayable: 'idempotency_response_not_replayable',
   StoreUnavailable: 'idempotency_store_unavailable',
+  BodyUnreadable: 'idempotency_body_unreadable',
 } as const;
 export type ProblemCode = (typeof ProblemCode)[keyof typeof ProblemCode];

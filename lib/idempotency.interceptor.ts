@@ -19,6 +19,7 @@ import { InvalidIdempotencyKeyError, parseIdempotencyKey } from './idempotency-k
 import { IdempotentExecution } from './idempotent.execution.js';
 import { IdempotentRouteResolver, type IdempotentRoute } from './idempotent-route.resolver.js';
 import {
+  hasBody,
   hijack,
   rawHeaders,
   rawResponse,
@@ -86,7 +87,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
       endpoint: route.endpoint ?? routeEndpoint(req),
       userId: userId === undefined || userId === null ? '' : String(userId),
     };
-    const requestHash = fingerprintRequest(req.method, requestPath(req), this.options.fingerprint(req));
+    const selected = this.options.fingerprint(req);
+    if (selected === undefined && hasBody(req)) {
+      // A body nothing parsed cannot be compared: reusing the key with another body would replay.
+      throw this.problem(res, 415, ProblemCode.BodyUnreadable,
+        'The request body could not be read for the idempotency fingerprint; send JSON or form data, or configure the fingerprint option');
+    }
+    const requestHash = fingerprintRequest(req.method, requestPath(req), selected);
     let outcome;
     try {
       outcome = await this.store.claim({

@@ -10,6 +10,7 @@ const TITLES: Record<ProblemCode, string> = {
   [ProblemCode.Mismatch]: 'Idempotency key reused with different request parameters',
   [ProblemCode.NotReplayable]: 'The original response cannot be replayed',
   [ProblemCode.StoreUnavailable]: 'Idempotency store unavailable',
+  [ProblemCode.BodyUnreadable]: 'Request body cannot be fingerprinted',
 };
 
 /** RFC 9457 problem details body; `code` is the stable, machine-readable part. */

@@ -217,6 +217,25 @@ describe.each<Platform>(['express', 'fastify'])('lifecycle on %s', (platform) =>
     expect(f.exec.count('charge')).toBe(before);
   });
 
+  it('never lets two different unparsed bodies share a key', async () => {
+    const k = key();
+    const before = f.exec.count('charge');
+    const res = await send(f.url, '/charges', { key: k, body: 'amount=5 as text', contentType: 'text/plain' });
+    if (platform === 'fastify') {
+      // Fastify parses text/plain into a string, which is fingerprinted by its bytes.
+      expect(res.status).toBe(201);
+      const other = await send(f.url, '/charges', { key: k, body: 'amount=6 as text', contentType: 'text/plain' });
+      expect(other.status).toBe(409);
+      expect(f.exec.count('charge')).toBe(before + 1);
+    } else {
+      // Nothing parsed it on Express: the library cannot fingerprint it, so it refuses (415).
+      expect(res.status).toBe(415);
+      expect(res.json()).toMatchObject({ code: 'idempotency_body_unreadable' });
+      expect(f.exec.count('charge')).toBe(before);
+      expect(await db.records('idempotency_key = $1', [k])).toHaveLength(0);
+    }
+  });
+
   it('treats an expired record as a new key, before cleanup has removed it', async () => {
     const k = key();
     const first = await send(f.url, '/charges', { key: k, body: { key: k } });
