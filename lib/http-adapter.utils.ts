@@ -3,7 +3,7 @@ import type { IdempotencyRequest } from './interfaces/idempotency-module-options
 
 /** Small reads that differ between Express and Fastify, in one place. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-type PlatformResponse = any;
+export type PlatformResponse = any;
 
 export function rawResponse(res: PlatformResponse): ServerResponse {
   return (res.raw ?? res) as ServerResponse;

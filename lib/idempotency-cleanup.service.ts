@@ -21,7 +21,9 @@ import type { CleanupResult, IdempotencyStore } from './interfaces/idempotency-s
  * (the app imports `ScheduleModule.forRoot()`); `run()` can also be called on demand.
  */
 @Injectable()
-export class IdempotencyCleanupService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class IdempotencyCleanupService
+  implements OnApplicationBootstrap, BeforeApplicationShutdown
+{
   private readonly logger = new Logger('IdempotencyCleanup');
   private job?: CronJob;
   private running?: Promise<CleanupResult>;
@@ -45,7 +47,8 @@ export class IdempotencyCleanupService implements OnApplicationBootstrap, Before
     }
     this.job = CronJob.from({
       cronTime: this.options.cleanup.cron,
-      onTick: () => void this.run().catch((err: Error) => this.logger.error(`Cleanup failed: ${err.message}`)),
+      onTick: () =>
+        void this.run().catch((err: Error) => this.logger.error(`Cleanup failed: ${err.message}`)),
       start: false,
     });
     registry.addCronJob(CLEANUP_JOB_NAME, this.job as never);
@@ -69,7 +72,9 @@ export class IdempotencyCleanupService implements OnApplicationBootstrap, Before
       })
       .then((result) => {
         if (result.ran) {
-          this.logger.log(`Deleted ${result.deleted} expired idempotency records in ${result.batches} batches`);
+          this.logger.log(
+            `Deleted ${result.deleted} expired idempotency records in ${result.batches} batches`,
+          );
         } else {
           this.logger.debug?.('Another instance holds the cleanup lock; skipped');
         }

@@ -42,8 +42,9 @@ export const IDEMPOTENCY_DEFAULTS = {
   },
 };
 
-export interface ResolvedIdempotencyOptions
-  extends Required<Omit<IdempotencyModuleOptions, 'cleanup' | 'replayHeaders'>> {
+export interface ResolvedIdempotencyOptions extends Required<
+  Omit<IdempotencyModuleOptions, 'cleanup' | 'replayHeaders'>
+> {
   dataSource: DataSource;
   /** Lower-cased allow-list, never containing `set-cookie`. */
   replayHeaders: ReadonlySet<string>;

@@ -21,12 +21,14 @@ import { IdempotentRouteResolver, type IdempotentRoute } from './idempotent-rout
 import {
   hasBody,
   hijack,
+  type PlatformResponse,
   rawHeaders,
   rawResponse,
   requestPath,
   routeEndpoint,
   setResponseHeader,
 } from './http-adapter.utils.js';
+import type { IdempotencyRequest } from './interfaces/idempotency-module-options.interface.js';
 import type { IdempotencyStore, StoredResponse } from './interfaces/idempotency-store.interface.js';
 import { fingerprintRequest } from './request-fingerprint.js';
 import { ReplayAuditService } from './replay-audit.service.js';
@@ -66,7 +68,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
     if (key === undefined) {
       if (!route.required) return next.handle();
-      throw this.problem(res, 400, ProblemCode.KeyMissing, `This endpoint requires an ${this.options.headerName} header`);
+      throw this.problem(
+        res,
+        400,
+        ProblemCode.KeyMissing,
+        `This endpoint requires an ${this.options.headerName} header`,
+      );
     }
     const claimedKey = key;
     return defer(() => from(this.claimAndRoute(route, req, res, claimedKey, next))).pipe(
@@ -76,8 +83,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   private async claimAndRoute(
     route: IdempotentRoute,
-    req: any,
-    res: any,
+    req: IdempotencyRequest,
+    res: PlatformResponse,
     key: string,
     next: CallHandler,
   ): Promise<Observable<unknown>> {
@@ -90,8 +97,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const selected = this.options.fingerprint(req);
     if (selected === undefined && hasBody(req)) {
       // A body nothing parsed cannot be compared: reusing the key with another body would replay.
-      throw this.problem(res, 415, ProblemCode.BodyUnreadable,
-        'The request body could not be read for the idempotency fingerprint; send JSON or form data, or configure the fingerprint option');
+      throw this.problem(
+        res,
+        415,
+        ProblemCode.BodyUnreadable,
+        'The request body could not be read for the idempotency fingerprint; send JSON or form data, or configure the fingerprint option',
+      );
     }
     const requestHash = fingerprintRequest(req.method, requestPath(req), selected);
     let outcome;
@@ -103,33 +114,62 @@ export class IdempotencyInterceptor implements NestInterceptor {
         leaseSeconds: this.options.leaseSeconds,
       });
     } catch (err) {
-      this.logger.error(`Idempotency store unavailable; refusing ${scope.endpoint}: ${(err as Error).message}`);
-      throw this.problem(res, 503, ProblemCode.StoreUnavailable,
+      this.logger.error(
+        `Idempotency store unavailable; refusing ${scope.endpoint}: ${(err as Error).message}`,
+      );
+      throw this.problem(
+        res,
+        503,
+        ProblemCode.StoreUnavailable,
         'The request was not processed because its idempotency key could not be checked; retry later with the same key',
-        { 'Retry-After': String(this.options.retryAfterSeconds) });
+        { 'Retry-After': String(this.options.retryAfterSeconds) },
+      );
     }
     switch (outcome.type) {
       case 'in_progress':
-        throw this.problem(res, 409, ProblemCode.InProgress,
+        throw this.problem(
+          res,
+          409,
+          ProblemCode.InProgress,
           'A request with this idempotency key is still being processed; retry after the delay in Retry-After',
-          { 'Retry-After': String(this.options.retryAfterSeconds) });
+          { 'Retry-After': String(this.options.retryAfterSeconds) },
+        );
       case 'mismatch':
-        throw this.problem(res, this.options.mismatchStatus, ProblemCode.Mismatch,
-          'This idempotency key was already used with a different request; use a new key for a new operation');
+        throw this.problem(
+          res,
+          this.options.mismatchStatus,
+          ProblemCode.Mismatch,
+          'This idempotency key was already used with a different request; use a new key for a new operation',
+        );
       case 'completed':
         this.audit.record(outcome.recordId, outcome.expiresAt);
         return this.replay(route, res, outcome.response);
       case 'claimed':
-        return new IdempotentExecution(this.options, this.store, this.logger, route, scope, outcome.lease)
-          .run(req, rawResponse(res), next);
+        return new IdempotentExecution(
+          this.options,
+          this.store,
+          this.logger,
+          route,
+          scope,
+          outcome.lease,
+        ).run(req, rawResponse(res), next);
     }
   }
 
-  private replay(route: IdempotentRoute, res: any, stored: StoredResponse): Observable<unknown> {
+  private replay(
+    route: IdempotentRoute,
+    res: PlatformResponse,
+    stored: StoredResponse,
+  ): Observable<unknown> {
     if (stored.body === null) {
-      throw this.problem(res, 409, ProblemCode.NotReplayable,
+      throw this.problem(
+        res,
+        409,
+        ProblemCode.NotReplayable,
         'The operation for this key already ran, but its response was too large to store',
-        {}, { original_status: stored.statusCode });
+        {},
+        { original_status: stored.statusCode },
+      );
     }
     if (route.ownsResponse) {
       hijack(res);
@@ -141,7 +181,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   private problem(
-    res: any,
+    res: PlatformResponse,
     status: number,
     code: ProblemCode,
     detail: string,

@@ -2,7 +2,10 @@ import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { APP_INTERCEPTOR } from '@nestjs/core';
 import { IDEMPOTENCY_RESOLVED_OPTIONS, IDEMPOTENCY_STORE } from './idempotency.constants.js';
-import { type ResolvedIdempotencyOptions, resolveIdempotencyOptions } from './idempotency.defaults.js';
+import {
+  type ResolvedIdempotencyOptions,
+  resolveIdempotencyOptions,
+} from './idempotency.defaults.js';
 import { IdempotencyInterceptor } from './idempotency.interceptor.js';
 import {
   ConfigurableIdempotencyModule,

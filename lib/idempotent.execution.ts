@@ -84,7 +84,9 @@ export class IdempotentExecution {
         this.transaction?.manager,
       );
       if (!stored) {
-        this.logger.error?.(`Lost the claim of ${this.describe()} before completion; its response was not stored`);
+        this.logger.error?.(
+          `Lost the claim of ${this.describe()} before completion; its response was not stored`,
+        );
       }
       if (this.transaction) {
         if (!stored) throw new Error('lease lost');
@@ -111,7 +113,10 @@ export class IdempotentExecution {
     );
     return {
       statusCode: 503,
-      headers: { 'content-type': PROBLEM_CONTENT_TYPE, 'retry-after': String(this.options.retryAfterSeconds) },
+      headers: {
+        'content-type': PROBLEM_CONTENT_TYPE,
+        'retry-after': String(this.options.retryAfterSeconds),
+      },
       body: Buffer.from(JSON.stringify(problem.getResponse())),
     };
   }

@@ -19,18 +19,24 @@ export class LeaseHeartbeat {
 
   start(): void {
     const stopAt = Date.now() + this.options.maxHoldSeconds * 1000;
-    this.timer = setInterval(() => {
-      if (Date.now() >= stopAt) {
-        this.logger.warn?.(`${this.describe()} held its claim for maxHoldSeconds; no longer renewing its lease`);
-        return this.stop();
-      }
-      this.store.renew(this.lease, this.options.leaseSeconds).then(
-        (held) => {
-          if (!held) this.stop();
-        },
-        (err: Error) => this.logger.warn?.(`Lease renewal failed for ${this.describe()}: ${err.message}`),
-      );
-    }, (this.options.leaseSeconds * 1000) / 3);
+    this.timer = setInterval(
+      () => {
+        if (Date.now() >= stopAt) {
+          this.logger.warn?.(
+            `${this.describe()} held its claim for maxHoldSeconds; no longer renewing its lease`,
+          );
+          return this.stop();
+        }
+        this.store.renew(this.lease, this.options.leaseSeconds).then(
+          (held) => {
+            if (!held) this.stop();
+          },
+          (err: Error) =>
+            this.logger.warn?.(`Lease renewal failed for ${this.describe()}: ${err.message}`),
+        );
+      },
+      (this.options.leaseSeconds * 1000) / 3,
+    );
     this.timer.unref();
   }
 

@@ -104,12 +104,12 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
 
   async complete(lease: Lease, c: Completion, transaction?: EntityManager): Promise<boolean> {
     const values = [
-        lease.id,
-        lease.token,
-        c.statusCode,
-        c.headers,
-        c.body,
-        c.bodyJson,
+      lease.id,
+      lease.token,
+      c.statusCode,
+      c.headers,
+      c.body,
+      c.bodyJson,
       c.transactionId,
       c.ttlSeconds,
     ];

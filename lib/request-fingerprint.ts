@@ -20,7 +20,11 @@ export function canonicalJson(root: unknown): string {
   let out = '';
   const stack: Frame[] = [];
   const open = (value: unknown): void => {
-    if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+    if (
+      value !== null &&
+      typeof value === 'object' &&
+      typeof (value as { toJSON?: unknown }).toJSON === 'function'
+    ) {
       value = (value as { toJSON(): unknown }).toJSON();
     }
     if (value === null || typeof value !== 'object') {

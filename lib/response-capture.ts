@@ -37,7 +37,10 @@ function headersArg(args: unknown[]): OutgoingHttpHeaders | undefined {
     : undefined;
 }
 
-function patch(res: ServerResponse, methods: Partial<Record<'writeHead' | 'write' | 'end', Method>>) {
+function patch(
+  res: ServerResponse,
+  methods: Partial<Record<'writeHead' | 'write' | 'end', Method>>,
+) {
   const target = res as Patchable;
   const original = { writeHead: target.writeHead, write: target.write, end: target.end };
   Object.assign(target, methods);
@@ -106,7 +109,8 @@ export function holdResponse(res: ServerResponse, allow: ReadonlySet<string>, ho
             if (value !== undefined) res.setHeader(name, value);
           }
           for (const name of BODY_HEADERS) res.removeHeader(name);
-          for (const [name, value] of Object.entries(replacement.headers)) res.setHeader(name, value);
+          for (const [name, value] of Object.entries(replacement.headers))
+            res.setHeader(name, value);
           res.setHeader('content-length', replacement.body.length);
           res.statusCode = replacement.statusCode;
           return original.end.call(res, replacement.body);

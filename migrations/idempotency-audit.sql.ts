@@ -8,7 +8,9 @@ import { quoteTable } from '../lib/idempotency.sql.js';
  */
 export function idempotencyAuditUp(tableName = 'idempotency_keys'): string[] {
   const name = (suffix = '') =>
-    tableName === 'idempotency_keys' ? `idempotency_keys${suffix}` : quoteTable(`${tableName}${suffix}`);
+    tableName === 'idempotency_keys'
+      ? `idempotency_keys${suffix}`
+      : quoteTable(`${tableName}${suffix}`);
   const n = `${tableName.split('.').pop()}`;
   const t = name();
   const utcDay = (column: string) => `(${column} AT TIME ZONE 'UTC')::date`;

@@ -3,14 +3,13 @@
  * `migrations/001_idempotency_keys.sql` is generated from them (`npm run sql:generate`).
  * Every statement is safe to run twice.
  */
-import { quoteTable } from "../lib/idempotency.sql.js";
-
+import { quoteTable } from '../lib/idempotency.sql.js';
 
 /** The statements for a table of another name (the module's `tableName` option), e.g. `billing.idempotency_keys`. */
-export function idempotencyKeysUp(tableName = "idempotency_keys"): string[] {
+export function idempotencyKeysUp(tableName = 'idempotency_keys'): string[] {
   // The default name stays unquoted so the generated .sql file reads naturally.
   const t = tableName === 'idempotency_keys' ? tableName : quoteTable(tableName);
-  const n = tableName.split(".").pop() as string;
+  const n = tableName.split('.').pop() as string;
   return [
     `CREATE TABLE IF NOT EXISTS ${t} (
   id               uuid         PRIMARY KEY DEFAULT gen_random_uuid(),

@@ -4,8 +4,16 @@ import { IDEMPOTENCY_AUDIT_UP, idempotencyAuditUp } from './idempotency-audit.sq
 import { IDEMPOTENCY_KEYS_UP, idempotencyKeysUp, renderSqlFile } from './idempotency-keys.sql.js';
 
 export { CreateIdempotencyKeys1764680000000, CreateIdempotencyAudit1764680100000 };
-export { IDEMPOTENCY_KEYS_UP, IDEMPOTENCY_KEYS_DOWN, idempotencyKeysUp } from './idempotency-keys.sql.js';
-export { IDEMPOTENCY_AUDIT_UP, IDEMPOTENCY_AUDIT_DOWN, idempotencyAuditUp } from './idempotency-audit.sql.js';
+export {
+  IDEMPOTENCY_KEYS_UP,
+  IDEMPOTENCY_KEYS_DOWN,
+  idempotencyKeysUp,
+} from './idempotency-keys.sql.js';
+export {
+  IDEMPOTENCY_AUDIT_UP,
+  IDEMPOTENCY_AUDIT_DOWN,
+  idempotencyAuditUp,
+} from './idempotency-audit.sql.js';
 
 /** Every migration of the library, in order: `migrations: [...idempotencyMigrations, ...yours]`. */
 export const idempotencyMigrations = [
@@ -22,6 +30,9 @@ export function idempotencySchema(tableName = 'idempotency_keys'): string[] {
 export function idempotencySqlFiles(): Record<string, string> {
   return {
     '001_idempotency_keys.sql': renderSqlFile('idempotency_keys', IDEMPOTENCY_KEYS_UP),
-    '002_idempotency_audit.sql': renderSqlFile('audit trail and reconciliation views', IDEMPOTENCY_AUDIT_UP),
+    '002_idempotency_audit.sql': renderSqlFile(
+      'audit trail and reconciliation views',
+      IDEMPOTENCY_AUDIT_UP,
+    ),
   };
 }

@@ -20,7 +20,10 @@ import { parseArgs } from 'node:util';
 
 const { values: args } = parseArgs({
   options: {
-    url: { type: 'string', default: process.env.SAMPLE_URL ?? `http://127.0.0.1:${process.env.PORT ?? 3000}` },
+    url: {
+      type: 'string',
+      default: process.env.SAMPLE_URL ?? `http://127.0.0.1:${process.env.PORT ?? 3000}`,
+    },
     user: { type: 'string', default: 'alice' },
     amount: { type: 'string', default: '1999' },
     currency: { type: 'string', default: 'eur' },
@@ -44,7 +47,8 @@ const maxAttempts = positiveInt('attempts', args.attempts);
 const timeoutMs = positiveInt('timeout', args.timeout);
 
 /** Full jitter: a random wait in [0, min(cap, base * 2^(attempt-1))]. */
-const backoff = (attempt: number) => Math.round(Math.random() * Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** (attempt - 1)));
+const backoff = (attempt: number) =>
+  Math.round(Math.random() * Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** (attempt - 1)));
 
 /** Retry-After in seconds (or an HTTP date), in ms; undefined when absent or unreadable. */
 function retryAfterMs(header: string | null): number | undefined {
@@ -58,7 +62,11 @@ function retryAfterMs(header: string | null): number | undefined {
 async function chargeWithRetry(): Promise<number> {
   // One key for this logical operation, reused across every retry below.
   const key = args.key ?? randomUUID();
-  const body = JSON.stringify({ amount: Number(args.amount), currency: args.currency, source: args.source });
+  const body = JSON.stringify({
+    amount: Number(args.amount),
+    currency: args.currency,
+    source: args.source,
+  });
   console.log(`POST ${args.url}/payments as ${args.user}, Idempotency-Key: ${key}`);
   console.log(`body ${body}, up to ${maxAttempts} attempts, ${timeoutMs} ms timeout each\n`);
 
@@ -85,7 +93,9 @@ async function chargeWithRetry(): Promise<number> {
 
       if (res.status === 409 && code === 'request_in_progress') {
         wait = retryAfter ?? backoff(attempt);
-        console.log(`${label}: 409 request_in_progress after ${ms} ms (Retry-After: ${res.headers.get('retry-after') ?? '-'}); the first attempt is still running`);
+        console.log(
+          `${label}: 409 request_in_progress after ${ms} ms (Retry-After: ${res.headers.get('retry-after') ?? '-'}); the first attempt is still running`,
+        );
       } else if (res.status >= 500) {
         wait = res.status === 503 ? (retryAfter ?? backoff(attempt)) : backoff(attempt);
         const why =
@@ -94,19 +104,28 @@ async function chargeWithRetry(): Promise<number> {
             : 'server error, the key was released so the retry runs the charge again';
         console.log(`${label}: ${res.status}${code ? ` ${code}` : ''} after ${ms} ms: ${why}`);
       } else {
-        console.log(`${label}: ${res.status}${code ? ` ${code}` : ''} after ${ms} ms${replayed ? ' (Idempotent-Replayed: true: the stored answer of an earlier attempt)' : ''}`);
+        console.log(
+          `${label}: ${res.status}${code ? ` ${code}` : ''} after ${ms} ms${replayed ? ' (Idempotent-Replayed: true: the stored answer of an earlier attempt)' : ''}`,
+        );
         console.log(`\n${text}\n`);
         if (res.ok) {
           console.log(replayed ? 'Charged once; this answer was replayed.' : 'Charged.');
           return 0;
         }
-        console.log(res.status === 402 ? 'Declined: final, do not retry.' : 'Refused: fix the request, then use a NEW key.');
+        console.log(
+          res.status === 402
+            ? 'Declined: final, do not retry.'
+            : 'Refused: fix the request, then use a NEW key.',
+        );
         return 1;
       }
     } catch (error) {
       const ms = Date.now() - started;
       const err = error as Error & { cause?: { code?: string } };
-      const what = err.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : `${err.cause?.code ?? err.name}: ${err.message}`;
+      const what =
+        err.name === 'TimeoutError'
+          ? `no answer within ${timeoutMs} ms`
+          : `${err.cause?.code ?? err.name}: ${err.message}`;
       wait = backoff(attempt);
       console.log(`${label}: ${what} after ${ms} ms: the charge may or may not have happened`);
     }
@@ -115,7 +134,9 @@ async function chargeWithRetry(): Promise<number> {
       await sleep(wait);
     }
   }
-  console.log(`\nGave up after ${maxAttempts} attempts. The outcome is unknown: retry later with --key ${key}`);
+  console.log(
+    `\nGave up after ${maxAttempts} attempts. The outcome is unknown: retry later with --key ${key}`,
+  );
   return 2;
 }
 

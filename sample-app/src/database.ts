@@ -34,7 +34,12 @@ const DEFAULT_PORT = 54329;
 export async function startDatabase(log: Log = console.log): Promise<SampleDatabase> {
   const url = process.env.DATABASE_URL;
   if (url) {
-    return { url, source: 'env', description: `DATABASE_URL (${redact(url)})`, stop: async () => undefined };
+    return {
+      url,
+      source: 'env',
+      description: `DATABASE_URL (${redact(url)})`,
+      stop: async () => undefined,
+    };
   }
   return startEmbedded(log);
 }
@@ -168,7 +173,8 @@ async function stopOrphanedServer(dataDir: string, log: Log): Promise<void> {
   log(`Embedded PostgreSQL: stopping a server left running by an earlier run (pid ${pid})`);
   process.kill(pid, 'SIGINT');
   for (let waited = 0; isAlive(pid); waited += 100) {
-    if (waited >= 15_000) throw new Error(`PostgreSQL pid ${pid} on ${dataDir} did not stop; stop it by hand`);
+    if (waited >= 15_000)
+      throw new Error(`PostgreSQL pid ${pid} on ${dataDir} did not stop; stop it by hand`);
     await sleep(100);
   }
 }
@@ -179,7 +185,9 @@ async function assertPortFree(port: number): Promise<void> {
     probe.once('error', (error: NodeJS.ErrnoException) =>
       reject(
         error.code === 'EADDRINUSE'
-          ? new Error(`port ${port} is already in use: set SAMPLE_PG_PORT to a free port, or DATABASE_URL to use a running server`)
+          ? new Error(
+              `port ${port} is already in use: set SAMPLE_PG_PORT to a free port, or DATABASE_URL to use a running server`,
+            )
           : error,
       ),
     );
@@ -194,7 +202,9 @@ async function ensureDatabase(url: string): Promise<void> {
   const client = new pg.Client({ connectionString: admin.toString() });
   await client.connect();
   try {
-    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [
+      DATABASE,
+    ]);
     if (!rowCount) await client.query(`CREATE DATABASE ${client.escapeIdentifier(DATABASE)}`);
   } finally {
     await client.end();
@@ -204,7 +214,8 @@ async function ensureDatabase(url: string): Promise<void> {
 function parsePort(raw: string | undefined): number {
   if (raw === undefined || raw === '') return DEFAULT_PORT;
   const port = Number(raw);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`SAMPLE_PG_PORT must be a TCP port, got ${raw}`);
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw new Error(`SAMPLE_PG_PORT must be a TCP port, got ${raw}`);
   return port;
 }
 

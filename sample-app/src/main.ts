@@ -46,9 +46,16 @@ async function bootstrap(): Promise<void> {
   logger.log(`Database: ${db.description}`);
 
   app = configureApp(
-    await NestFactory.create(AppModule.forRoot({ databaseUrl: db.url, slowMs: slowMsFromEnv(), logSql: process.env.SAMPLE_LOG_SQL === '1' }), {
-      abortOnError: false, // throw instead of process.exit(1), so shutdown() can stop PostgreSQL
-    }),
+    await NestFactory.create(
+      AppModule.forRoot({
+        databaseUrl: db.url,
+        slowMs: slowMsFromEnv(),
+        logSql: process.env.SAMPLE_LOG_SQL === '1',
+      }),
+      {
+        abortOnError: false, // throw instead of process.exit(1), so shutdown() can stop PostgreSQL
+      },
+    ),
   );
   await app.listen(port, host);
 

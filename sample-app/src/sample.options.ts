@@ -13,6 +13,7 @@ export const SAMPLE_OPTIONS = Symbol('SAMPLE_OPTIONS');
 export function slowMsFromEnv(): number {
   const raw = process.env.SAMPLE_SLOW_MS;
   const value = raw === undefined || raw === '' ? 3000 : Number(raw);
-  if (!Number.isFinite(value) || value < 0) throw new Error(`SAMPLE_SLOW_MS must be a number of milliseconds, got ${raw}`);
+  if (!Number.isFinite(value) || value < 0)
+    throw new Error(`SAMPLE_SLOW_MS must be a number of milliseconds, got ${raw}`);
   return value;
 }

@@ -13,7 +13,11 @@ describe('audit trail and reconciliation views', () => {
 
   beforeAll(async () => {
     db = await createMigratedDatabase('audit');
-    f = await startFixtureApp({ platform: 'express', dataSource: db.dataSource, options: { replayAuditFlushMs: 60_000 } });
+    f = await startFixtureApp({
+      platform: 'express',
+      dataSource: db.dataSource,
+      options: { replayAuditFlushMs: 60_000 },
+    });
   });
   afterAll(async () => {
     await f?.close();
@@ -30,7 +34,11 @@ describe('audit trail and reconciliation views', () => {
     const [row] = await db.records('idempotency_key = $1', [key]);
     expect(row.replay_count).toBe(3);
     expect(row.last_replayed_at).not.toBeNull();
-    expect(await q('SELECT count(*)::int AS n FROM idempotency_keys_replays WHERE record_id = $1', [row.id])).toEqual([{ n: 3 }]);
+    expect(
+      await q('SELECT count(*)::int AS n FROM idempotency_keys_replays WHERE record_id = $1', [
+        row.id,
+      ]),
+    ).toEqual([{ n: 3 }]);
 
     const today = (await q(`SELECT (now() AT TIME ZONE 'UTC')::date::text AS d`))[0].d;
     const dedup = await q(
@@ -38,7 +46,15 @@ describe('audit trail and reconciliation views', () => {
         WHERE day >= $1::date AND day < $1::date + 1 AND record_id = $2`,
       [today, row.id],
     );
-    expect(dedup).toEqual([{ day: today, transaction_id: first.json().id, user_id: '', endpoint: 'POST /charges', replays: 3 }]);
+    expect(dedup).toEqual([
+      {
+        day: today,
+        transaction_id: first.json().id,
+        user_id: '',
+        endpoint: 'POST /charges',
+        replays: 3,
+      },
+    ]);
   });
 
   it('archives the old record when an expired key is taken over, keeping its transaction id', async () => {
@@ -47,22 +63,32 @@ describe('audit trail and reconciliation views', () => {
     await send(f.url, '/charges', { key, body: { amount: 20 } });
     await flush();
     const [old] = await db.records('idempotency_key = $1', [key]);
-    await q(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, [old.id]);
+    await q(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, [
+      old.id,
+    ]);
     const second = await send(f.url, '/charges', { key, body: { amount: 20 } });
     expect(second.json().id).not.toBe(first.json().id);
 
     const [live] = await db.records('idempotency_key = $1', [key]);
     expect(live.id).not.toBe(old.id);
     expect(live.transaction_id).toBe(second.json().id);
-    const archived = await q(`SELECT id, transaction_id, replay_count FROM idempotency_keys_archive WHERE idempotency_key = $1`, [key]);
+    const archived = await q(
+      `SELECT id, transaction_id, replay_count FROM idempotency_keys_archive WHERE idempotency_key = $1`,
+      [key],
+    );
     expect(archived).toEqual([{ id: old.id, transaction_id: first.json().id, replay_count: 1 }]);
-    const all = await q(`SELECT transaction_id, archived_at IS NOT NULL AS archived FROM idempotency_keys_all WHERE idempotency_key = $1 ORDER BY created_at`, [key]);
+    const all = await q(
+      `SELECT transaction_id, archived_at IS NOT NULL AS archived FROM idempotency_keys_all WHERE idempotency_key = $1 ORDER BY created_at`,
+      [key],
+    );
     expect(all).toEqual([
       { transaction_id: first.json().id, archived: true },
       { transaction_id: second.json().id, archived: false },
     ]);
     // The replay of the first operation stays attributed to it.
-    expect((await q(`SELECT replays FROM idempotency_keys_deduplications WHERE record_id = $1`, [old.id]))).toEqual([{ replays: 1 }]);
+    expect(
+      await q(`SELECT replays FROM idempotency_keys_deduplications WHERE record_id = $1`, [old.id]),
+    ).toEqual([{ replays: 1 }]);
   });
 
   it('lists claims stuck in progress past their lease', async () => {
@@ -72,12 +98,16 @@ describe('audit trail and reconciliation views', () => {
        VALUES ($1, 'POST /charges', repeat('a', 64), now() - interval '5 minutes', now() + interval '1 day')`,
       [key],
     );
-    const stuck = await q(`SELECT idempotency_key, stuck_for >= interval '5 minutes' AS late FROM idempotency_keys_stuck_claims`);
+    const stuck = await q(
+      `SELECT idempotency_key, stuck_for >= interval '5 minutes' AS late FROM idempotency_keys_stuck_claims`,
+    );
     expect(stuck).toEqual([{ idempotency_key: key, late: true }]);
   });
 
   it('counts stored failures per endpoint and day, and summarizes each day', async () => {
-    await q('TRUNCATE idempotency_keys, idempotency_keys_archive, idempotency_keys_replays, idempotency_keys_cleanup_runs');
+    await q(
+      'TRUNCATE idempotency_keys, idempotency_keys_archive, idempotency_keys_replays, idempotency_keys_cleanup_runs',
+    );
     const declined = randomUUID();
     await send(f.url, '/declined', { key: declined, body: {} });
     await send(f.url, '/declined', { key: declined, body: {} });
@@ -85,17 +115,22 @@ describe('audit trail and reconciliation views', () => {
     await send(f.url, '/charges', { key: randomUUID(), body: {} });
     await flush();
     const today = (await q(`SELECT (now() AT TIME ZONE 'UTC')::date::text AS d`))[0].d;
-    expect(await q(`SELECT day::text, endpoint, status_code, records FROM idempotency_keys_failures_daily`)).toEqual([
-      { day: today, endpoint: 'POST /declined', status_code: 402, records: 2 },
-    ]);
+    expect(
+      await q(
+        `SELECT day::text, endpoint, status_code, records FROM idempotency_keys_failures_daily`,
+      ),
+    ).toEqual([{ day: today, endpoint: 'POST /declined', status_code: 402, records: 2 }]);
     // One expired row that cleanup then deletes shows up as deleted.
     await q(
       `INSERT INTO idempotency_keys (idempotency_key, endpoint, request_hash, status, expires_at)
        VALUES ('old', 'POST /charges', repeat('a', 64), 'completed', now() - interval '1 hour')`,
     );
     await f.app.get((await import('../../lib/index.js')).IdempotencyCleanupService).run();
-    expect(await q(`SELECT day::text, created, completed, replayed, expired, deleted FROM idempotency_keys_daily_summary WHERE day = $1::date`, [today])).toEqual([
-      { day: today, created: 3, completed: 3, replayed: 1, expired: 0, deleted: 1 },
-    ]);
+    expect(
+      await q(
+        `SELECT day::text, created, completed, replayed, expired, deleted FROM idempotency_keys_daily_summary WHERE day = $1::date`,
+        [today],
+      ),
+    ).toEqual([{ day: today, created: 3, completed: 3, replayed: 1, expired: 0, deleted: 1 }]);
   });
 });

@@ -3,7 +3,12 @@ import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
 import pg from 'pg';
-import { CLEANUP_JOB_NAME, IdempotencyCleanupService, IdempotencyModule, type IdempotencyCleanupOptions } from '../../lib/index.js';
+import {
+  CLEANUP_JOB_NAME,
+  IdempotencyCleanupService,
+  IdempotencyModule,
+  type IdempotencyCleanupOptions,
+} from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 
 describe('cleanup', () => {
@@ -35,7 +40,11 @@ describe('cleanup', () => {
   }
 
   /** Seeds `count` rows: completed, or in progress with a live lease, expired `agoSeconds` ago. */
-  const seed = (count: number, agoSeconds: number, status: 'completed' | 'in_progress' = 'completed') =>
+  const seed = (
+    count: number,
+    agoSeconds: number,
+    status: 'completed' | 'in_progress' = 'completed',
+  ) =>
     db.dataSource.query(
       `INSERT INTO idempotency_keys (idempotency_key, endpoint, request_hash, status, locked_until, expires_at)
        SELECT 'k' || g || '-' || $3::text || '-' || $2::int::text, 'POST /p', repeat('a', 64), $3,
@@ -45,7 +54,8 @@ describe('cleanup', () => {
       [count, agoSeconds, status],
     );
   const count = async (where = 'true') =>
-    (await db.dataSource.query(`SELECT count(*)::int AS n FROM idempotency_keys WHERE ${where}`))[0].n;
+    (await db.dataSource.query(`SELECT count(*)::int AS n FROM idempotency_keys WHERE ${where}`))[0]
+      .n;
 
   it('deletes expired rows in bounded batches and keeps live ones and running claims', async () => {
     await seed(2_500, 60);
@@ -73,8 +83,14 @@ describe('cleanup', () => {
     const other = new pg.Client({ connectionString: db.url });
     await other.connect();
     try {
-      await other.query(`SELECT pg_advisory_lock(hashtextextended($1, 0))`, ['nestjs-pg-idempotency:cleanup:idempotency_keys']);
-      expect(await app.get(IdempotencyCleanupService).run()).toEqual({ ran: false, deleted: 0, batches: 0 });
+      await other.query(`SELECT pg_advisory_lock(hashtextextended($1, 0))`, [
+        'nestjs-pg-idempotency:cleanup:idempotency_keys',
+      ]);
+      expect(await app.get(IdempotencyCleanupService).run()).toEqual({
+        ran: false,
+        deleted: 0,
+        batches: 0,
+      });
       expect(await count()).toBe(5);
       await other.query(`SELECT pg_advisory_unlock_all()`);
       expect((await app.get(IdempotencyCleanupService).run()).deleted).toBe(5);
@@ -83,17 +99,18 @@ describe('cleanup', () => {
     }
   });
 
-  it('registers its cron job with the app\'s SchedulerRegistry and runs on schedule', async () => {
+  it("registers its cron job with the app's SchedulerRegistry and runs on schedule", async () => {
     await seed(7, 60);
     const app = await boot({ cron: '* * * * * *' }, true);
     const job = app.get(SchedulerRegistry).getCronJob(CLEANUP_JOB_NAME);
     expect(job).toBeDefined();
     const deadline = Date.now() + 5_000;
-    while ((await count()) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    while ((await count()) > 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 200));
     expect(await count()).toBe(0);
   });
 
-  it('never imports ScheduleModule itself: without the app\'s, no job is registered', async () => {
+  it("never imports ScheduleModule itself: without the app's, no job is registered", async () => {
     const app = await boot({ cron: '* * * * * *' });
     expect(() => app.get(SchedulerRegistry, { strict: false })).toThrow();
   });

@@ -37,13 +37,21 @@ describe.each<Platform>(['express', 'fastify'])('lifecycle on %s', (platform) =>
     expect(f.exec.count('charge', k)).toBe(1);
 
     const [row] = await db.records('idempotency_key = $1', [k]);
-    expect(row).toMatchObject({ status: 'completed', status_code: 201, endpoint: 'POST /charges', user_id: '' });
+    expect(row).toMatchObject({
+      status: 'completed',
+      status_code: 201,
+      endpoint: 'POST /charges',
+      user_id: '',
+    });
     expect(row.request_hash).toMatch(/^[0-9a-f]{64}$/);
     // jsonb keeps a queryable copy (reordered); the replayed bytes come from response_raw.
     expect(Object.keys(row.response_body)).not.toEqual(Object.keys(first.json()));
     expect(row.response_raw.equals(first.body)).toBe(true);
     expect(row.transaction_id).toBe(first.json().id);
-    expect(new Date(row.expires_at).getTime() - new Date(row.completed_at).getTime()).toBeCloseTo(86_400_000, -3);
+    expect(new Date(row.expires_at).getTime() - new Date(row.completed_at).getTime()).toBeCloseTo(
+      86_400_000,
+      -3,
+    );
   });
 
   it('treats the same key in the quoted structured-field form as the same key', async () => {
@@ -57,7 +65,10 @@ describe.each<Platform>(['express', 'fastify'])('lifecycle on %s', (platform) =>
   it('gives the same fingerprint to the same body in another key order', async () => {
     const k = key();
     const first = await send(f.url, '/charges', { key: k, body: '{"amount":7,"currency":"eur"}' });
-    const reordered = await send(f.url, '/charges', { key: k, body: '{ "currency": "eur", "amount": 7 }' });
+    const reordered = await send(f.url, '/charges', {
+      key: k,
+      body: '{ "currency": "eur", "amount": 7 }',
+    });
     expect(reordered.headers['idempotent-replayed']).toBe('true');
     expect(reordered.body.equals(first.body)).toBe(true);
   });
@@ -68,7 +79,10 @@ describe.each<Platform>(['express', 'fastify'])('lifecycle on %s', (platform) =>
     const other = await send(f.url, '/charges', { key: k, body: { amount: 999, key: k } });
     expect(other.status).toBe(409);
     expect(other.headers['content-type']).toContain(PROBLEM);
-    expect(other.json()).toMatchObject({ status: 409, code: 'idempotency_key_reused_with_different_params' });
+    expect(other.json()).toMatchObject({
+      status: 409,
+      code: 'idempotency_key_reused_with_different_params',
+    });
     expect(f.exec.count('charge', k)).toBe(1);
   });
 
@@ -84,20 +98,30 @@ describe.each<Platform>(['express', 'fastify'])('lifecycle on %s', (platform) =>
     expect(a.status).toBe(201);
     // Same scope (POST /refunds/:id), different path: a different request.
     expect(b.status).toBe(409);
-    const [row] = await db.records('idempotency_key = $1 AND endpoint = $2', [k, 'POST /refunds/:id']);
+    const [row] = await db.records('idempotency_key = $1 AND endpoint = $2', [
+      k,
+      'POST /refunds/:id',
+    ]);
     expect(row.status).toBe('completed');
   });
 
-  it('never replays one user\'s response to another user with the same key', async () => {
+  it("never replays one user's response to another user with the same key", async () => {
     const k = key();
     const alice = await send(f.url, '/charges', { key: k, user: 'alice', body: { amount: 5 } });
     const bob = await send(f.url, '/charges', { key: k, user: 'bob', body: { amount: 5 } });
     expect(bob.status).toBe(201);
     expect(bob.headers['idempotent-replayed']).toBeUndefined();
     expect(bob.json().id).not.toBe(alice.json().id);
-    const aliceAgain = await send(f.url, '/charges', { key: k, user: 'alice', body: { amount: 5 } });
+    const aliceAgain = await send(f.url, '/charges', {
+      key: k,
+      user: 'alice',
+      body: { amount: 5 },
+    });
     expect(aliceAgain.body.equals(alice.body)).toBe(true);
-    expect((await db.records('idempotency_key = $1', [k])).map((r) => r.user_id).sort()).toEqual(['alice', 'bob']);
+    expect((await db.records('idempotency_key = $1', [k])).map((r) => r.user_id).sort()).toEqual([
+      'alice',
+      'bob',
+    ]);
   });
 
   it('stores a business failure (402) and replays the body the client first saw', async () => {
@@ -159,7 +183,10 @@ describe.each<Platform>(['express', 'fastify'])('lifecycle on %s', (platform) =>
     expect(again.headers.location).toBe('/charges/ch_loc');
     expect(again.headers['set-cookie']).toBeUndefined();
     const [row] = await db.records('idempotency_key = $1', [k]);
-    expect(row.response_headers).toMatchObject({ location: '/charges/ch_loc', 'content-type': expect.stringContaining('application/json') });
+    expect(row.response_headers).toMatchObject({
+      location: '/charges/ch_loc',
+      'content-type': expect.stringContaining('application/json'),
+    });
     expect(row.response_headers['set-cookie']).toBeUndefined();
     expect(row.response_headers['x-custom']).toBeUndefined();
   });
@@ -206,25 +233,48 @@ describe.each<Platform>(['express', 'fastify'])('lifecycle on %s', (platform) =>
     ['too long', [['Idempotency-Key', 'k'.repeat(256)]]],
     ['non-printable', [['Idempotency-Key', 'abc\tdef']]],
     ['non-ASCII', [['Idempotency-Key', 'caf\u00e9']]],
-    ['sent twice', [['Idempotency-Key', 'one'], ['idempotency-key', 'two']]],
+    [
+      'sent twice',
+      [
+        ['Idempotency-Key', 'one'],
+        ['idempotency-key', 'two'],
+      ],
+    ],
     ['an unterminated quote', [['Idempotency-Key', '"abc']]],
-  ] as [string, [string, string][]][])('refuses a key that is %s with a 400 problem, storing nothing', async (_name, headers) => {
-    const before = f.exec.count('charge');
-    const res = await send(f.url, '/charges', { headers, body: { amount: 1 } });
-    expect(res.status).toBe(400);
-    expect(res.headers['content-type']).toContain(PROBLEM);
-    expect(res.json()).toMatchObject({ status: 400, code: 'idempotency_key_invalid', type: expect.any(String), title: expect.any(String), detail: expect.any(String) });
-    expect(f.exec.count('charge')).toBe(before);
-  });
+  ] as [string, [string, string][]][])(
+    'refuses a key that is %s with a 400 problem, storing nothing',
+    async (_name, headers) => {
+      const before = f.exec.count('charge');
+      const res = await send(f.url, '/charges', { headers, body: { amount: 1 } });
+      expect(res.status).toBe(400);
+      expect(res.headers['content-type']).toContain(PROBLEM);
+      expect(res.json()).toMatchObject({
+        status: 400,
+        code: 'idempotency_key_invalid',
+        type: expect.any(String),
+        title: expect.any(String),
+        detail: expect.any(String),
+      });
+      expect(f.exec.count('charge')).toBe(before);
+    },
+  );
 
   it('never lets two different unparsed bodies share a key', async () => {
     const k = key();
     const before = f.exec.count('charge');
-    const res = await send(f.url, '/charges', { key: k, body: 'amount=5 as text', contentType: 'text/plain' });
+    const res = await send(f.url, '/charges', {
+      key: k,
+      body: 'amount=5 as text',
+      contentType: 'text/plain',
+    });
     if (platform === 'fastify') {
       // Fastify parses text/plain into a string, which is fingerprinted by its bytes.
       expect(res.status).toBe(201);
-      const other = await send(f.url, '/charges', { key: k, body: 'amount=6 as text', contentType: 'text/plain' });
+      const other = await send(f.url, '/charges', {
+        key: k,
+        body: 'amount=6 as text',
+        contentType: 'text/plain',
+      });
       expect(other.status).toBe(409);
       expect(f.exec.count('charge')).toBe(before + 1);
     } else {
@@ -239,14 +289,22 @@ describe.each<Platform>(['express', 'fastify'])('lifecycle on %s', (platform) =>
   it('treats an expired record as a new key, before cleanup has removed it', async () => {
     const k = key();
     const first = await send(f.url, '/charges', { key: k, body: { key: k } });
-    await db.dataSource.query(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE idempotency_key = $1`, [k]);
+    await db.dataSource.query(
+      `UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE idempotency_key = $1`,
+      [k],
+    );
     const again = await send(f.url, '/charges', { key: k, body: { key: k } });
     expect(again.headers['idempotent-replayed']).toBeUndefined();
     expect(again.json().id).not.toBe(first.json().id);
     expect(f.exec.count('charge', k)).toBe(2);
     // Even a different request may use an expired key: it is new again.
-    await db.dataSource.query(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE idempotency_key = $1`, [k]);
-    expect((await send(f.url, '/charges', { key: k, body: { key: k, amount: 3 } })).status).toBe(201);
+    await db.dataSource.query(
+      `UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE idempotency_key = $1`,
+      [k],
+    );
+    expect((await send(f.url, '/charges', { key: k, body: { key: k, amount: 3 } })).status).toBe(
+      201,
+    );
     const rows = await db.records('idempotency_key = $1', [k]);
     expect(rows).toHaveLength(1);
     expect(rows[0].status).toBe('completed');
@@ -254,7 +312,9 @@ describe.each<Platform>(['express', 'fastify'])('lifecycle on %s', (platform) =>
 
   it('answers 409 + Retry-After while a claim holds its lease, and takes over once the lease ran out', async () => {
     const k = key();
-    const hash = (await send(f.url, '/slow', { key: k, body: { ms: 1 } })) && (await db.records('idempotency_key = $1', [k]))[0].request_hash;
+    const hash =
+      (await send(f.url, '/slow', { key: k, body: { ms: 1 } })) &&
+      (await db.records('idempotency_key = $1', [k]))[0].request_hash;
     await db.dataSource.query(
       `UPDATE idempotency_keys SET status = 'in_progress', owner_token = gen_random_uuid(), locked_until = now() + interval '1 hour', response_raw = NULL WHERE idempotency_key = $1`,
       [k],
@@ -263,7 +323,10 @@ describe.each<Platform>(['express', 'fastify'])('lifecycle on %s', (platform) =>
     expect(busy.status).toBe(409);
     expect(busy.headers['retry-after']).toBe('2');
     expect(busy.json()).toMatchObject({ code: 'request_in_progress' });
-    await db.dataSource.query(`UPDATE idempotency_keys SET locked_until = now() - interval '1 second' WHERE idempotency_key = $1`, [k]);
+    await db.dataSource.query(
+      `UPDATE idempotency_keys SET locked_until = now() - interval '1 second' WHERE idempotency_key = $1`,
+      [k],
+    );
     const retry = await send(f.url, '/slow', { key: k, body: { ms: 1 } });
     expect(retry.status).toBe(201);
     expect(f.exec.count('slow')).toBe(2);
@@ -294,7 +357,10 @@ describe.each<Platform>(['express', 'fastify'])('lifecycle on %s', (platform) =>
     expect(first.json().pad).toHaveLength(10_000);
     const again = await send(f.url, '/big', { key: k });
     expect(again.status).toBe(409);
-    expect(again.json()).toMatchObject({ code: 'idempotency_response_not_replayable', original_status: 201 });
+    expect(again.json()).toMatchObject({
+      code: 'idempotency_response_not_replayable',
+      original_status: 201,
+    });
     expect(f.exec.count('big')).toBe(1);
     const [row] = await db.records('idempotency_key = $1', [k]);
     expect(row).toMatchObject({ status: 'completed', status_code: 201, response_raw: null });
@@ -326,6 +392,9 @@ describe.each<Platform>(['express', 'fastify'])('lifecycle on %s', (platform) =>
     await send(f.url, '/orders', { key: k });
     expect(f.exec.count('order')).toBe(before + 1);
     const [row] = await db.records('idempotency_key = $1 AND endpoint = $2', [k, 'POST /orders']);
-    expect(new Date(row.expires_at).getTime() - new Date(row.completed_at).getTime()).toBeCloseTo(120_000, -3);
+    expect(new Date(row.expires_at).getTime() - new Date(row.completed_at).getTime()).toBeCloseTo(
+      120_000,
+      -3,
+    );
   });
 });

@@ -16,7 +16,9 @@ const columns = (db: TestDatabase, table = 'idempotency_keys') =>
     [table],
   );
 const indexes = (db: TestDatabase) =>
-  db.dataSource.query(`SELECT indexname FROM pg_indexes WHERE tablename = 'idempotency_keys' ORDER BY indexname`);
+  db.dataSource.query(
+    `SELECT indexname FROM pg_indexes WHERE tablename = 'idempotency_keys' ORDER BY indexname`,
+  );
 
 describe('migrations', () => {
   let db: TestDatabase | undefined;
@@ -38,7 +40,9 @@ describe('migrations', () => {
     expect(await ds.query('SELECT count(*)::int AS n FROM idempotency_keys')).toEqual([{ n: 1 }]);
 
     await db.dataSource.initialize();
-    const cols = Object.fromEntries((await columns(db)).map((c: any) => [c.column_name, c.data_type]));
+    const cols = Object.fromEntries(
+      (await columns(db)).map((c: any) => [c.column_name, c.data_type]),
+    );
     expect(cols).toMatchObject({
       id: 'uuid',
       idempotency_key: 'character varying',
@@ -73,9 +77,13 @@ describe('migrations', () => {
     db = await createTestDatabase('mig_sql');
     await db.dataSource.initialize();
     await db.dataSource.query(file);
-    await db.dataSource.query(`INSERT INTO idempotency_keys (idempotency_key, endpoint, request_hash) VALUES ('k', 'e', repeat('a', 64))`);
+    await db.dataSource.query(
+      `INSERT INTO idempotency_keys (idempotency_key, endpoint, request_hash) VALUES ('k', 'e', repeat('a', 64))`,
+    );
     await db.dataSource.query(file);
-    expect(await db.dataSource.query('SELECT count(*)::int AS n FROM idempotency_keys')).toEqual([{ n: 1 }]);
+    expect(await db.dataSource.query('SELECT count(*)::int AS n FROM idempotency_keys')).toEqual([
+      { n: 1 },
+    ]);
   });
 
   it('enforces one record per (key, endpoint, user)', async () => {
@@ -96,7 +104,8 @@ describe('migrations', () => {
     db = await createTestDatabase('mig_named');
     await db.dataSource.initialize();
     await db.dataSource.query('CREATE SCHEMA billing');
-    for (const statement of idempotencySchema('billing.idem_keys')) await db.dataSource.query(statement);
+    for (const statement of idempotencySchema('billing.idem_keys'))
+      await db.dataSource.query(statement);
     await db.dataSource.query(sqlFiles());
     for (const [custom, standard] of [
       ['idem_keys', 'idempotency_keys'],

@@ -90,10 +90,18 @@ describe('module configuration', () => {
     await send(url, '/transfers', { headers: [['X-Request-Key', k]], body: { amount: 1 } });
     await send(url, '/transfers', { headers: [['X-Request-Key', k]], body: { amount: 1 } });
     expect(runs).toBe(before + 1);
-    const mismatch = await send(url, '/transfers', { headers: [['X-Request-Key', k]], body: { amount: 2 } });
+    const mismatch = await send(url, '/transfers', {
+      headers: [['X-Request-Key', k]],
+      body: { amount: 2 },
+    });
     expect(mismatch.status).toBe(422);
     expect(mismatch.json().code).toBe('idempotency_key_reused_with_different_params');
-    expect(await dataSource.query('SELECT count(*)::int AS n FROM billing.idem_keys WHERE idempotency_key = $1', [k])).toEqual([{ n: 1 }]);
+    expect(
+      await dataSource.query(
+        'SELECT count(*)::int AS n FROM billing.idem_keys WHERE idempotency_key = $1',
+        [k],
+      ),
+    ).toEqual([{ n: 1 }]);
     // The default header name means nothing here.
     await send(url, '/transfers', { key: k, body: { amount: 1 } });
     expect(runs).toBe(before + 2);
@@ -102,8 +110,15 @@ describe('module configuration', () => {
   it('fails closed with 503 when PostgreSQL is unreachable, never running the handler, and recovers', async () => {
     const proxy = TcpProxy.forUrl(db.url);
     await proxy.start();
-    const dataSource = new DataSource({ type: 'postgres', url: proxy.wrap(db.url), connectTimeoutMS: 1000 });
-    @Module({ imports: [IdempotencyModule.forRoot({ dataSource })], controllers: [TransfersController] })
+    const dataSource = new DataSource({
+      type: 'postgres',
+      url: proxy.wrap(db.url),
+      connectTimeoutMS: 1000,
+    });
+    @Module({
+      imports: [IdempotencyModule.forRoot({ dataSource })],
+      controllers: [TransfersController],
+    })
     class AppModule {}
     const { app, url } = await listen(AppModule);
     close = async () => {

@@ -17,7 +17,11 @@ describe('round-trip budget', () => {
     db = await createMigratedDatabase('roundtrips');
     const appDataSource = db.newDataSource();
     await appDataSource.initialize();
-    const pool = (appDataSource.driver as unknown as { master: { query: (...a: any[]) => any; connect: (...a: any[]) => any } }).master;
+    const pool = (
+      appDataSource.driver as unknown as {
+        master: { query: (...a: any[]) => any; connect: (...a: any[]) => any };
+      }
+    ).master;
     const query = pool.query.bind(pool);
     let inQuery = 0;
     pool.query = (config: any, ...rest: any[]) => {
@@ -35,7 +39,11 @@ describe('round-trip budget', () => {
       if (inQuery === 0) sent.push('<dedicated connection>');
       return connect(...args);
     };
-    f = await startFixtureApp({ platform: 'express', dataSource: appDataSource, options: { replayAuditFlushMs: 3_600_000 } });
+    f = await startFixtureApp({
+      platform: 'express',
+      dataSource: appDataSource,
+      options: { replayAuditFlushMs: 3_600_000 },
+    });
   });
   afterAll(async () => {
     await f?.close();
@@ -46,9 +54,13 @@ describe('round-trip budget', () => {
   });
 
   it('a first call costs 2 statements: the claim and the completion', async () => {
-    expect((await send(f.url, '/charges', { key: randomUUID(), body: { amount: 1 } })).status).toBe(201);
+    expect((await send(f.url, '/charges', { key: randomUUID(), body: { amount: 1 } })).status).toBe(
+      201,
+    );
     expect(sent).toHaveLength(2);
-    expect(sent[0]).toMatch(/^WITH ins AS \(\s*INSERT INTO .* ON CONFLICT \(idempotency_key, endpoint, user_id\) DO NOTHING/s);
+    expect(sent[0]).toMatch(
+      /^WITH ins AS \(\s*INSERT INTO .* ON CONFLICT \(idempotency_key, endpoint, user_id\) DO NOTHING/s,
+    );
     expect(sent[1]).toMatch(/^UPDATE .* SET status = 'completed'/s);
   });
 
@@ -82,7 +94,9 @@ describe('round-trip budget', () => {
 
   it('a handler faster than a third of the lease never renews it', async () => {
     await send(f.url, '/slow', { key: randomUUID(), body: { ms: 200 } });
-    expect(sent.filter((s) => /locked_until = now\(\) \+/.test(s) && s.startsWith('UPDATE'))).toEqual([]);
+    expect(
+      sent.filter((s) => /locked_until = now\(\) \+/.test(s) && s.startsWith('UPDATE')),
+    ).toEqual([]);
     expect(sent).toHaveLength(2);
   });
 });

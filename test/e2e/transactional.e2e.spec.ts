@@ -5,7 +5,12 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { Idempotent, IdempotencyCtx, IdempotencyModule, type IdempotencyContext } from '../../lib/index.js';
+import {
+  Idempotent,
+  IdempotencyCtx,
+  IdempotencyModule,
+  type IdempotencyContext,
+} from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send } from '../fixtures/http-client.js';
 import type { Platform } from '../fixtures/payments.fixture.js';
@@ -36,7 +41,9 @@ function ledgerController(dataSource: DataSource) {
           const [{ pid }] = await manager.query('SELECT pg_backend_pid() AS pid');
           await dataSource.query('SELECT pg_terminate_backend($1)', [pid]);
           // Termination is asynchronous: wait until the backend is really gone.
-          while ((await dataSource.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).length) {
+          while (
+            (await dataSource.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).length
+          ) {
             await new Promise((r) => setTimeout(r, 10));
           }
           break;
@@ -62,9 +69,13 @@ describe.each<Platform>(['express', 'fastify'])('transactional mode on %s', (pla
 
   beforeAll(async () => {
     db = await createMigratedDatabase(`tx_${platform}`);
-    await db.dataSource.query(`CREATE TABLE ledger (id bigserial PRIMARY KEY, ref text NOT NULL, status text NOT NULL)`);
+    await db.dataSource.query(
+      `CREATE TABLE ledger (id bigserial PRIMARY KEY, ref text NOT NULL, status text NOT NULL)`,
+    );
     @Module({
-      imports: [IdempotencyModule.forRoot({ dataSource: db.dataSource, cleanup: { enabled: false } })],
+      imports: [
+        IdempotencyModule.forRoot({ dataSource: db.dataSource, cleanup: { enabled: false } }),
+      ],
       controllers: [ledgerController(db.dataSource)],
     })
     class AppModule {}
@@ -80,10 +91,12 @@ describe.each<Platform>(['express', 'fastify'])('transactional mode on %s', (pla
   });
 
   const ledger = async (ref: string) =>
-    (await db.dataSource.query(`SELECT status FROM ledger WHERE ref = $1`, [ref])).map((r: any) => r.status);
+    (await db.dataSource.query(`SELECT status FROM ledger WHERE ref = $1`, [ref])).map(
+      (r: any) => r.status,
+    );
   const record = async (key: string) => (await db.records('idempotency_key = $1', [key]))[0];
 
-  it('commits the handler\'s writes together with the completed record', async () => {
+  it("commits the handler's writes together with the completed record", async () => {
     const key = randomUUID();
     const ref = randomUUID();
     const first = await send(url, '/ledger', { key, body: { ref } });
@@ -91,7 +104,10 @@ describe.each<Platform>(['express', 'fastify'])('transactional mode on %s', (pla
     const again = await send(url, '/ledger', { key, body: { ref } });
     expect(again.body.equals(first.body)).toBe(true);
     expect(await ledger(ref)).toEqual(['succeeded']);
-    expect(await record(key)).toMatchObject({ status: 'completed', transaction_id: first.json().id });
+    expect(await record(key)).toMatchObject({
+      status: 'completed',
+      transaction_id: first.json().id,
+    });
   });
 
   it('rolls the writes back when the handler throws, and a retry starts clean', async () => {
@@ -131,7 +147,7 @@ describe.each<Platform>(['express', 'fastify'])('transactional mode on %s', (pla
     expect(await ledger(ref)).toEqual(['succeeded']);
   });
 
-  it('rolls back when the claim was taken over meanwhile: the new owner\'s record wins', async () => {
+  it("rolls back when the claim was taken over meanwhile: the new owner's record wins", async () => {
     const key = randomUUID();
     const ref = randomUUID();
     const res = await send(url, '/ledger', { key, body: { ref, then: 'lose-lease' } });

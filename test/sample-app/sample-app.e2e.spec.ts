@@ -29,7 +29,9 @@ describe('sample-app: payments service with Idempotency-Key', () => {
   beforeAll(async () => {
     db = await createTestDatabase('sample_app');
     app = configureApp(
-      await NestFactory.create(AppModule.forRoot({ databaseUrl: db.url, slowMs: SLOW_MS }), { logger: false }),
+      await NestFactory.create(AppModule.forRoot({ databaseUrl: db.url, slowMs: SLOW_MS }), {
+        logger: false,
+      }),
     );
     await app.listen(0, '127.0.0.1');
     url = `http://127.0.0.1:${app.getHttpServer().address().port}`;
@@ -43,16 +45,20 @@ describe('sample-app: payments service with Idempotency-Key', () => {
 
   const post = (path: string, c: Call = {}) =>
     send(url, path, { method: 'POST', key: c.key, body: c.body ?? {}, headers: auth(c.user) });
-  const get = (path: string, user?: string) => send(url, path, { method: 'GET', headers: auth(user) });
-  const auth = (user?: string): [string, string][] => (user ? [['Authorization', `Bearer ${user}`]] : []);
+  const get = (path: string, user?: string) =>
+    send(url, path, { method: 'GET', headers: auth(user) });
+  const auth = (user?: string): [string, string][] =>
+    user ? [['Authorization', `Bearer ${user}`]] : [];
   const sql = <T = Record<string, any>>(text: string, params: unknown[] = []): Promise<T[]> =>
     db.dataSource.query(text, params);
   const records = (key: string) =>
     sql('SELECT * FROM idempotency_keys WHERE idempotency_key = $1 ORDER BY user_id', [key]);
   const charge = { amount: 1999, currency: 'eur', source: 'tok_visa' };
 
-  it('creates its schema through the migrations: the library\'s first, then its own', async () => {
-    const names = (await sql<{ name: string }>('SELECT name FROM migrations ORDER BY id')).map((r) => r.name);
+  it("creates its schema through the migrations: the library's first, then its own", async () => {
+    const names = (await sql<{ name: string }>('SELECT name FROM migrations ORDER BY id')).map(
+      (r) => r.name,
+    );
     expect(names[0]).toBe('CreateIdempotencyKeys1764680000000');
     expect(names[names.length - 1]).toBe('CreatePaymentsAndRefunds1764700000000');
     const tables = await sql<{ t: string | null }>(
@@ -65,7 +71,10 @@ describe('sample-app: payments service with Idempotency-Key', () => {
     const key = randomUUID();
     const anonymous = await post('/payments', { key, body: charge });
     expect(anonymous.status).toBe(401);
-    expect(anonymous.json()).toMatchObject({ type: 'authentication_error', code: 'missing_bearer_token' });
+    expect(anonymous.json()).toMatchObject({
+      type: 'authentication_error',
+      code: 'missing_bearer_token',
+    });
 
     const keyless = await post('/payments', { user: 'alice', body: charge });
     expect(keyless.status).toBe(400);
@@ -82,18 +91,30 @@ describe('sample-app: payments service with Idempotency-Key', () => {
     expect(first.status).toBe(201);
     expect(first.headers['idempotent-replayed']).toBeUndefined();
     const payment = first.json();
-    expect(payment).toMatchObject({ id: expect.stringMatching(/^pay_[0-9a-f]{24}$/), object: 'payment', amount: 1999, currency: 'eur', status: 'succeeded' });
+    expect(payment).toMatchObject({
+      id: expect.stringMatching(/^pay_[0-9a-f]{24}$/),
+      object: 'payment',
+      amount: 1999,
+      currency: 'eur',
+      status: 'succeeded',
+    });
 
     const retry = await post('/payments', { user: 'alice', key, body: charge });
     expect(retry.status).toBe(201);
     expect(retry.headers['idempotent-replayed']).toBe('true');
     expect(retry.body.equals(first.body)).toBe(true);
 
-    expect(await sql('SELECT id, user_id, amount, status FROM payments WHERE user_id = $1', ['alice'])).toEqual([
-      { id: payment.id, user_id: 'alice', amount: 1999, status: 'succeeded' },
-    ]);
+    expect(
+      await sql('SELECT id, user_id, amount, status FROM payments WHERE user_id = $1', ['alice']),
+    ).toEqual([{ id: payment.id, user_id: 'alice', amount: 1999, status: 'succeeded' }]);
     expect(await records(key)).toEqual([
-      expect.objectContaining({ endpoint: 'POST /payments', user_id: 'alice', status: 'completed', status_code: 201, transaction_id: payment.id }),
+      expect.objectContaining({
+        endpoint: 'POST /payments',
+        user_id: 'alice',
+        status: 'completed',
+        status_code: 201,
+        transaction_id: payment.id,
+      }),
     ]);
     const fetched = await get(`/payments/${payment.id}`, 'alice');
     expect(fetched.json()).toEqual({ ...payment, refunds: [] });
@@ -101,17 +122,27 @@ describe('sample-app: payments service with Idempotency-Key', () => {
 
   it('rejects an invalid body with 400 and releases the key, so the corrected request can use it', async () => {
     const key = randomUUID();
-    const invalid = await post('/payments', { user: 'vic', key, body: { amount: -5, currency: 'euro', source: 'tok_visa', extra: 1 } });
+    const invalid = await post('/payments', {
+      user: 'vic',
+      key,
+      body: { amount: -5, currency: 'euro', source: 'tok_visa', extra: 1 },
+    });
     expect(invalid.status).toBe(400);
     expect(invalid.json().message).toEqual(
-      expect.arrayContaining(['property extra should not exist', 'amount must be a positive number', 'currency must be a three-letter ISO 4217 code']),
+      expect.arrayContaining([
+        'property extra should not exist',
+        'amount must be a positive number',
+        'currency must be a three-letter ISO 4217 code',
+      ]),
     );
     expect(await records(key)).toHaveLength(0);
 
     const corrected = await post('/payments', { user: 'vic', key, body: charge });
     expect(corrected.status).toBe(201);
     expect(corrected.headers['idempotent-replayed']).toBeUndefined();
-    expect(await sql(`SELECT id FROM payments WHERE user_id = 'vic'`)).toEqual([{ id: corrected.json().id }]);
+    expect(await sql(`SELECT id FROM payments WHERE user_id = 'vic'`)).toEqual([
+      { id: corrected.json().id },
+    ]);
   });
 
   it('records a declined card once and replays the same 402 body', async () => {
@@ -133,11 +164,15 @@ describe('sample-app: payments service with Idempotency-Key', () => {
     expect(retry.headers['idempotent-replayed']).toBe('true');
     expect(retry.body.equals(first.body)).toBe(true);
 
-    expect(await sql(`SELECT id, status, failure_code FROM payments WHERE user_id = 'dan'`)).toEqual([
-      { id: decline.payment, status: 'declined', failure_code: 'card_declined' },
-    ]);
+    expect(
+      await sql(`SELECT id, status, failure_code FROM payments WHERE user_id = 'dan'`),
+    ).toEqual([{ id: decline.payment, status: 'declined', failure_code: 'card_declined' }]);
     expect(await records(key)).toEqual([
-      expect.objectContaining({ status: 'completed', status_code: 402, transaction_id: decline.payment }),
+      expect.objectContaining({
+        status: 'completed',
+        status_code: 402,
+        transaction_id: decline.payment,
+      }),
     ]);
   });
 
@@ -154,19 +189,34 @@ describe('sample-app: payments service with Idempotency-Key', () => {
   });
 
   it('refunds a payment, once per key, and keeps the ledger consistent', async () => {
-    const payment = (await post('/payments', { user: 'frank', key: randomUUID(), body: { ...charge, amount: 1000 } })).json();
+    const payment = (
+      await post('/payments', {
+        user: 'frank',
+        key: randomUUID(),
+        body: { ...charge, amount: 1000 },
+      })
+    ).json();
     const path = `/payments/${payment.id}/refunds`;
 
     const key = randomUUID();
     const first = await post(path, { user: 'frank', key, body: { amount: 400 } });
     expect(first.status).toBe(201);
     const refund = first.json();
-    expect(refund).toMatchObject({ id: expect.stringMatching(/^re_/), object: 'refund', payment: payment.id, amount: 400 });
+    expect(refund).toMatchObject({
+      id: expect.stringMatching(/^re_/),
+      object: 'refund',
+      payment: payment.id,
+      amount: 400,
+    });
     const retry = await post(path, { user: 'frank', key, body: { amount: 400 } });
     expect(retry.headers['idempotent-replayed']).toBe('true');
     expect(retry.body.equals(first.body)).toBe(true);
     expect(await records(key)).toEqual([
-      expect.objectContaining({ endpoint: 'POST /payments/:id/refunds', status_code: 201, transaction_id: refund.id }),
+      expect.objectContaining({
+        endpoint: 'POST /payments/:id/refunds',
+        status_code: 201,
+        transaction_id: refund.id,
+      }),
     ]);
 
     const tooMuch = await post(path, { user: 'frank', key: randomUUID(), body: { amount: 700 } });
@@ -180,13 +230,23 @@ describe('sample-app: payments service with Idempotency-Key', () => {
     expect(after.refunds.map((r: { amount: number }) => r.amount)).toEqual([400, 600]);
     expect((await get(`/refunds/${refund.id}`, 'frank')).json()).toEqual(refund);
     expect((await get(`/refunds/${refund.id}`, 'mallory')).status).toBe(404);
-    expect(await sql('SELECT count(*)::int AS n FROM refunds WHERE payment_id = $1', [payment.id])).toEqual([{ n: 2 }]);
+    expect(
+      await sql('SELECT count(*)::int AS n FROM refunds WHERE payment_id = $1', [payment.id]),
+    ).toEqual([{ n: 2 }]);
 
     // A refund of an unknown payment is a final answer too: stored and replayed.
     const missingKey = randomUUID();
-    const missing = await post('/payments/pay_doesnotexist/refunds', { user: 'frank', key: missingKey, body: { amount: 1 } });
+    const missing = await post('/payments/pay_doesnotexist/refunds', {
+      user: 'frank',
+      key: missingKey,
+      body: { amount: 1 },
+    });
     expect(missing.status).toBe(404);
-    const missingAgain = await post('/payments/pay_doesnotexist/refunds', { user: 'frank', key: missingKey, body: { amount: 1 } });
+    const missingAgain = await post('/payments/pay_doesnotexist/refunds', {
+      user: 'frank',
+      key: missingKey,
+      body: { amount: 1 },
+    });
     expect(missingAgain.headers['idempotent-replayed']).toBe('true');
     expect(missingAgain.body.equals(missing.body)).toBe(true);
   });
@@ -195,7 +255,9 @@ describe('sample-app: payments service with Idempotency-Key', () => {
     const key = randomUUID();
     const body = { amount: 4242, currency: 'usd', source: 'tok_slow' };
     const started = Date.now();
-    const results = await Promise.all(Array.from({ length: 20 }, () => post('/payments', { user: 'gus', key, body })));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => post('/payments', { user: 'gus', key, body })),
+    );
 
     const created = results.filter((r) => r.status === 201);
     const inProgress = results.filter((r) => r.status === 409);
@@ -218,7 +280,7 @@ describe('sample-app: payments service with Idempotency-Key', () => {
     expect(late.body.equals(original[0].body)).toBe(true);
   });
 
-  it('scopes keys per user: another user\'s same key is a payment of its own', async () => {
+  it("scopes keys per user: another user's same key is a payment of its own", async () => {
     const key = randomUUID();
     const hana = await post('/payments', { user: 'hana', key, body: charge });
     const ivan = await post('/payments', { user: 'ivan', key, body: charge });
@@ -241,20 +303,28 @@ describe('sample-app: payments service with Idempotency-Key', () => {
   it('charges again once a key expired; the old record moves to the archive', async () => {
     const key = randomUUID();
     const first = (await post('/payments', { user: 'jo', key, body: charge })).json();
-    await sql(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE idempotency_key = $1`, [key]);
+    await sql(
+      `UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE idempotency_key = $1`,
+      [key],
+    );
     const second = await post('/payments', { user: 'jo', key, body: charge });
     expect(second.status).toBe(201);
     expect(second.headers['idempotent-replayed']).toBeUndefined();
     expect(second.json().id).not.toBe(first.id);
     expect((await records(key)).map((r) => r.transaction_id)).toEqual([second.json().id]);
     expect(
-      await sql('SELECT transaction_id FROM idempotency_keys_archive WHERE idempotency_key = $1', [key]),
+      await sql('SELECT transaction_id FROM idempotency_keys_archive WHERE idempotency_key = $1', [
+        key,
+      ]),
     ).toEqual([{ transaction_id: first.id }]);
   });
 
   it('reconciles: the ledger queries list exactly the payments and records that do not match', async () => {
     const queries = parseNamedQueries(await readFile(LEDGER_SQL, 'utf8'));
-    expect(Object.keys(queries)).toEqual(['payments_without_idempotency_record', 'idempotency_records_missing_from_ledger']);
+    expect(Object.keys(queries)).toEqual([
+      'payments_without_idempotency_record',
+      'idempotency_records_missing_from_ledger',
+    ]);
 
     // Everything the API wrote so far is accounted for, also after the in-flight grace window.
     await sql(`UPDATE payments SET created_at = created_at - interval '1 hour'`);
@@ -274,17 +344,40 @@ describe('sample-app: payments service with Idempotency-Key', () => {
 
     const payments = await sql(queries.payments_without_idempotency_record);
     expect(payments).toEqual([
-      { payment_id: 'pay_orphan', user_id: 'mallory', amount: 777, currency: 'eur', status: 'succeeded', created_at: expect.any(Date) },
+      {
+        payment_id: 'pay_orphan',
+        user_id: 'mallory',
+        amount: 777,
+        currency: 'eur',
+        status: 'succeeded',
+        created_at: expect.any(Date),
+      },
     ]);
     const unmatched = await sql(queries.idempotency_records_missing_from_ledger);
-    expect(unmatched.map((r) => [r.idempotency_key, r.endpoint, r.transaction_id, r.problem, r.archived])).toEqual([
+    expect(
+      unmatched.map((r) => [
+        r.idempotency_key,
+        r.endpoint,
+        r.transaction_id,
+        r.problem,
+        r.archived,
+      ]),
+    ).toEqual([
       ['ghost-charge', 'POST /payments', 'pay_ghost', 'transaction_not_in_ledger', false],
-      ['untracked-refund', 'POST /payments/:id/refunds', null, 'success_without_transaction_id', false],
+      [
+        'untracked-refund',
+        'POST /payments/:id/refunds',
+        null,
+        'success_without_transaction_id',
+        false,
+      ],
     ]);
     // Not vacuous: the ledger holds many matched rows, incl. a decline (402) and an unknown-payment 404 record.
     const [{ n }] = await sql(`SELECT count(*)::int AS n FROM payments`);
     expect(n).toBe(12);
-    expect(await sql(`SELECT 1 FROM idempotency_keys WHERE status_code IN (402, 404)`)).toHaveLength(2);
+    expect(
+      await sql(`SELECT 1 FROM idempotency_keys WHERE status_code IN (402, 404)`),
+    ).toHaveLength(2);
   });
 });
 
@@ -295,4 +388,3 @@ function parseNamedQueries(text: string): Record<string, string> {
   for (let i = 1; i < parts.length; i += 2) queries[parts[i]] = parts[i + 1].trim();
   return queries;
 }
-

@@ -1,20 +1,32 @@
 import { describe, expect, it } from '@jest/globals';
-import { InvalidIdempotencyKeyError, parseIdempotencyKey } from '../../lib/idempotency-key.parser.js';
+import {
+  InvalidIdempotencyKeyError,
+  parseIdempotencyKey,
+} from '../../lib/idempotency-key.parser.js';
 
 const parse = (...values: string[]) =>
-  parseIdempotencyKey(values.flatMap((v) => ['Idempotency-Key', v]), 'idempotency-key');
+  parseIdempotencyKey(
+    values.flatMap((v) => ['Idempotency-Key', v]),
+    'idempotency-key',
+  );
 
 describe('parseIdempotencyKey', () => {
   it('returns undefined when the header is absent', () => {
-    expect(parseIdempotencyKey(['Content-Type', 'application/json'], 'idempotency-key')).toBeUndefined();
+    expect(
+      parseIdempotencyKey(['Content-Type', 'application/json'], 'idempotency-key'),
+    ).toBeUndefined();
   });
 
   it('matches the header name case-insensitively and trims surrounding whitespace', () => {
-    expect(parseIdempotencyKey(['IDEMPOTENCY-KEY', '  abc-123 '], 'idempotency-key')).toBe('abc-123');
+    expect(parseIdempotencyKey(['IDEMPOTENCY-KEY', '  abc-123 '], 'idempotency-key')).toBe(
+      'abc-123',
+    );
   });
 
   it('reads the quoted structured-field form as the same key, unescaping \\" and \\\\', () => {
-    expect(parse('"8e03978e-40d5-43e8-bc93-6894a57f9324"')).toBe('8e03978e-40d5-43e8-bc93-6894a57f9324');
+    expect(parse('"8e03978e-40d5-43e8-bc93-6894a57f9324"')).toBe(
+      '8e03978e-40d5-43e8-bc93-6894a57f9324',
+    );
     expect(parse('"a \\"b\\" \\\\ c"')).toBe('a "b" \\ c');
   });
 

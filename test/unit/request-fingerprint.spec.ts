@@ -9,7 +9,15 @@ describe('canonicalJson', () => {
   });
 
   it('agrees with JSON.stringify on what it drops and how it writes values', () => {
-    const value = { s: 'é"\n', n: 1e21, f: () => 1, u: undefined, arr: [undefined, () => 1], d: new Date(0), neg: -0 };
+    const value = {
+      s: 'é"\n',
+      n: 1e21,
+      f: () => 1,
+      u: undefined,
+      arr: [undefined, () => 1],
+      d: new Date(0),
+      neg: -0,
+    };
     expect(JSON.parse(canonicalJson(value))).toEqual(JSON.parse(JSON.stringify(value)));
   });
 
@@ -26,7 +34,9 @@ describe('fingerprintRequest', () => {
   });
 
   it('is the same for the same logical body in another key order', () => {
-    expect(fingerprintRequest('POST', '/p', { a: 1, b: [1, 2] })).toBe(fingerprintRequest('POST', '/p', { b: [1, 2], a: 1 }));
+    expect(fingerprintRequest('POST', '/p', { a: 1, b: [1, 2] })).toBe(
+      fingerprintRequest('POST', '/p', { b: [1, 2], a: 1 }),
+    );
   });
 
   it.each([
@@ -42,7 +52,11 @@ describe('fingerprintRequest', () => {
   });
 
   it('hashes raw bodies by their bytes', () => {
-    expect(fingerprintRequest('POST', '/p', Buffer.from('abc'))).toBe(fingerprintRequest('POST', '/p', Buffer.from('abc')));
-    expect(fingerprintRequest('POST', '/p', Buffer.from('abc'))).not.toBe(fingerprintRequest('POST', '/p', Buffer.from('abd')));
+    expect(fingerprintRequest('POST', '/p', Buffer.from('abc'))).toBe(
+      fingerprintRequest('POST', '/p', Buffer.from('abc')),
+    );
+    expect(fingerprintRequest('POST', '/p', Buffer.from('abc'))).not.toBe(
+      fingerprintRequest('POST', '/p', Buffer.from('abd')),
+    );
   });
 });

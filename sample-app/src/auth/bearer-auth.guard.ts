@@ -21,7 +21,9 @@ const TOKEN = /^Bearer ([A-Za-z0-9._~-]{1,64})$/;
 @Injectable()
 export class BearerAuthGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
-    const req = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined>; user?: SampleUser }>();
+    const req = context
+      .switchToHttp()
+      .getRequest<{ headers: Record<string, string | undefined>; user?: SampleUser }>();
     const match = TOKEN.exec(req.headers.authorization ?? '');
     if (!match) {
       throw new UnauthorizedException({

@@ -23,7 +23,9 @@ export class CreatePaymentsAndRefunds1764700000000 implements MigrationInterface
         created_at      timestamptz NOT NULL DEFAULT now(),
         CONSTRAINT payments_refund_bounds CHECK (amount_refunded BETWEEN 0 AND amount)
       )`);
-    await queryRunner.query(`CREATE INDEX idx_payments_user_created ON payments (user_id, created_at DESC)`);
+    await queryRunner.query(
+      `CREATE INDEX idx_payments_user_created ON payments (user_id, created_at DESC)`,
+    );
     await queryRunner.query(`
       CREATE TABLE refunds (
         id         text        PRIMARY KEY,

@@ -11,4 +11,9 @@ export interface ApiErrorBody {
 export const apiError = (status: number, body: ApiErrorBody) => new HttpException(body, status);
 
 export const notFound = (what: 'payment' | 'refund', id: string) =>
-  apiError(404, { type: 'invalid_request_error', code: 'resource_missing', message: `No such ${what}: '${id}'`, param: 'id' });
+  apiError(404, {
+    type: 'invalid_request_error',
+    code: 'resource_missing',
+    message: `No such ${what}: '${id}'`,
+    param: 'id',
+  });

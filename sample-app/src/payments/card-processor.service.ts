@@ -3,8 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { SAMPLE_OPTIONS, type SampleAppOptions, slowMsFromEnv } from '../sample.options.js';
 
 export type AuthorizationOutcome =
-  | { outcome: 'approved' }
-  | { outcome: 'declined'; code: 'card_declined'; declineCode: string };
+  { outcome: 'approved' } | { outcome: 'declined'; code: 'card_declined'; declineCode: string };
 
 /**
  * A fake card network. Test tokens:

@@ -1,4 +1,13 @@
-import { Body, Controller, DefaultValuePipe, Get, Param, ParseIntPipe, Post, Query } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  DefaultValuePipe,
+  Get,
+  Param,
+  ParseIntPipe,
+  Post,
+  Query,
+} from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { Idempotent, IdempotencyContext, IdempotencyCtx } from '../../../lib/index.js';
 import { CurrentUser, type SampleUser } from '../auth/bearer-auth.guard.js';

@@ -36,7 +36,12 @@ export class PaymentsService {
   }
 
   /** Refunds part or all of a payment; the payment row is locked so refunds cannot overshoot. */
-  refund(manager: EntityManager, userId: string, paymentId: string, amount: number): Promise<Refund> {
+  refund(
+    manager: EntityManager,
+    userId: string,
+    paymentId: string,
+    amount: number,
+  ): Promise<Refund> {
     // A nested transaction becomes a savepoint when `manager` is already transactional.
     return manager.transaction(async (tx) => {
       const payment = await tx.findOne(Payment, {
@@ -63,10 +68,14 @@ export class PaymentsService {
       const refund = tx.create(Refund, { id: newId('re'), paymentId, userId, amount });
       await tx.insert(Refund, refund);
       const refunded = payment.amountRefunded + amount;
-      await tx.update(Payment, { id: paymentId }, {
-        amountRefunded: refunded,
-        status: refunded === payment.amount ? 'refunded' : 'partially_refunded',
-      });
+      await tx.update(
+        Payment,
+        { id: paymentId },
+        {
+          amountRefunded: refunded,
+          status: refunded === payment.amount ? 'refunded' : 'partially_refunded',
+        },
+      );
       return refund;
     });
   }
