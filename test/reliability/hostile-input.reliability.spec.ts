@@ -15,8 +15,13 @@ function reorder(value: unknown, seed: number): unknown {
   if (Array.isArray(value)) return value.map((v) => reorder(v, seed + 1));
   if (value && typeof value === 'object') {
     const keys = Object.keys(value);
-    const rotated = keys.slice(seed % Math.max(keys.length, 1)).concat(keys.slice(0, seed % Math.max(keys.length, 1))).reverse();
-    return Object.fromEntries(rotated.map((k) => [k, reorder((value as Record<string, unknown>)[k], seed + 1)]));
+    const rotated = keys
+      .slice(seed % Math.max(keys.length, 1))
+      .concat(keys.slice(0, seed % Math.max(keys.length, 1)))
+      .reverse();
+    return Object.fromEntries(
+      rotated.map((k) => [k, reorder((value as Record<string, unknown>)[k], seed + 1)]),
+    );
   }
   return value;
 }
@@ -25,11 +30,16 @@ describe('hostile input', () => {
   let db: MigratedDatabase;
   let f: FixtureApp;
   let port: number;
-  const rows = async () => (await db.dataSource.query('SELECT count(*)::int AS n FROM idempotency_keys'))[0].n;
+  const rows = async () =>
+    (await db.dataSource.query('SELECT count(*)::int AS n FROM idempotency_keys'))[0].n;
 
   beforeAll(async () => {
     db = await createMigratedDatabase('hostile');
-    f = await startFixtureApp({ platform: 'express', dataSource: db.dataSource, options: { replayAudit: 'off' } });
+    f = await startFixtureApp({
+      platform: 'express',
+      dataSource: db.dataSource,
+      options: { replayAudit: 'off' },
+    });
     port = Number(new URL(f.url).port);
   });
   afterAll(async () => {
@@ -43,8 +53,19 @@ describe('hostile input', () => {
       .oneof(
         fc.uint8Array({ minLength: 0, maxLength: 300 }),
         fc.uint8Array({ minLength: 250, maxLength: 10_000 }),
-        fc.string({ unit: 'grapheme', maxLength: 80 }).map((s) => new Uint8Array(Buffer.from(s, 'utf8'))),
-        fc.constantFrom("'; DROP TABLE idempotency_keys; --", '"a"', '"a\\"b"', 'a, b', '" spaced "', '\u0000').map((s) => new Uint8Array(Buffer.from(s, 'latin1'))),
+        fc
+          .string({ unit: 'grapheme', maxLength: 80 })
+          .map((s) => new Uint8Array(Buffer.from(s, 'utf8'))),
+        fc
+          .constantFrom(
+            "'; DROP TABLE idempotency_keys; --",
+            '"a"',
+            '"a\\"b"',
+            'a, b',
+            '" spaced "',
+            '\u0000',
+          )
+          .map((s) => new Uint8Array(Buffer.from(s, 'latin1'))),
       )
       .map((bytes) => Buffer.from(bytes.filter((b) => b !== 0x0d && b !== 0x0a)));
     await fc.assert(
@@ -59,7 +80,10 @@ describe('hostile input', () => {
         // What Node would hand the app as the header value (it trims surrounding blanks).
         let expected: string | undefined;
         try {
-          expected = parseIdempotencyKey(['Idempotency-Key', keyBytes.toString('latin1').replace(/^[ \t]+|[ \t]+$/g, '')], 'idempotency-key');
+          expected = parseIdempotencyKey(
+            ['Idempotency-Key', keyBytes.toString('latin1').replace(/^[ \t]+|[ \t]+$/g, '')],
+            'idempotency-key',
+          );
         } catch {
           expected = undefined;
         }
@@ -74,8 +98,10 @@ describe('hostile input', () => {
     );
   }, 60_000);
 
-  it('any user id: user B with user A\'s key gets its own execution, never A\'s body', async () => {
-    const userId = fc.string({ minLength: 1, maxLength: 40 }).filter((s) => /^[\x21-\x7e]+$/.test(s));
+  it("any user id: user B with user A's key gets its own execution, never A's body", async () => {
+    const userId = fc
+      .string({ minLength: 1, maxLength: 40 })
+      .filter((s) => /^[\x21-\x7e]+$/.test(s));
     await fc.assert(
       fc.asyncProperty(userId, userId, async (a, b) => {
         fc.pre(a !== b);
@@ -102,7 +128,10 @@ describe('hostile input', () => {
         const key = randomUUID();
         const first = await send(f.url, '/charges', { key, body: JSON.stringify(value) });
         expect(first.status).toBe(201);
-        const second = await send(f.url, '/charges', { key, body: JSON.stringify(reorder(value, seed)) });
+        const second = await send(f.url, '/charges', {
+          key,
+          body: JSON.stringify(reorder(value, seed)),
+        });
         expect(second.status).toBe(201);
         expect(second.headers['idempotent-replayed']).toBe('true');
         expect(second.body.equals(first.body)).toBe(true);
@@ -114,9 +143,13 @@ describe('hostile input', () => {
   it('fingerprints agree across key orders and differ across values (pure)', () => {
     fc.assert(
       fc.property(fc.jsonValue({ maxDepth: 8 }), fc.nat(), fc.jsonValue(), (value, seed, other) => {
-        expect(fingerprintRequest('POST', '/p', reorder(value, seed))).toBe(fingerprintRequest('POST', '/p', value));
+        expect(fingerprintRequest('POST', '/p', reorder(value, seed))).toBe(
+          fingerprintRequest('POST', '/p', value),
+        );
         if (JSON.stringify(reorder(other, 0)) !== JSON.stringify(reorder(value, 0))) {
-          expect(fingerprintRequest('POST', '/p', other)).not.toBe(fingerprintRequest('POST', '/p', value));
+          expect(fingerprintRequest('POST', '/p', other)).not.toBe(
+            fingerprintRequest('POST', '/p', value),
+          );
         }
       }),
       { numRuns: runs * 5 },
@@ -126,7 +159,10 @@ describe('hostile input', () => {
   it('deep, huge-number and non-JSON bodies: never a 500, nothing stored when rejected', async () => {
     const cases: { body: string; contentType: string }[] = [
       { body: '['.repeat(50_000) + ']'.repeat(50_000), contentType: 'application/json' },
-      { body: '{"amount": 123456789012345678901234567890123456789}', contentType: 'application/json' },
+      {
+        body: '{"amount": 123456789012345678901234567890123456789}',
+        contentType: 'application/json',
+      },
       { body: '{"amount": 1e400}', contentType: 'application/json' },
       { body: '{"amount": ', contentType: 'application/json' },
       { body: 'amount=5&currency=eur', contentType: 'application/x-www-form-urlencoded' },

@@ -19,7 +19,11 @@ describe('lease heartbeat, fencing and maximum hold', () => {
   afterAll(async () => db?.drop());
 
   it('renews the lease of a handler slower than the lease, so its key is never taken over', async () => {
-    f = await startFixtureApp({ platform: 'express', dataSource: db.dataSource, options: { leaseSeconds: 1.5 } });
+    f = await startFixtureApp({
+      platform: 'express',
+      dataSource: db.dataSource,
+      options: { leaseSeconds: 1.5 },
+    });
     const key = randomUUID();
     const body = { ms: 4_000, key };
     const first = send(f.url, '/slow', { key, body });

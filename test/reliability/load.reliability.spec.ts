@@ -54,7 +54,15 @@ describe('load through the real HTTP stack', () => {
     }
     const used = answers.size;
     expect(f.exec.seq).toBe(used);
-    expect((await db.dataSource.query(`SELECT count(*)::int AS n FROM idempotency_keys WHERE status = 'completed'`))[0].n).toBe(used);
-    console.log(`load: ${REQUESTS} requests, ${used} keys, ${seconds.toFixed(1)} s (${Math.round(REQUESTS / seconds)} req/s), statuses ${JSON.stringify(statuses)}`);
+    expect(
+      (
+        await db.dataSource.query(
+          `SELECT count(*)::int AS n FROM idempotency_keys WHERE status = 'completed'`,
+        )
+      )[0].n,
+    ).toBe(used);
+    console.log(
+      `load: ${REQUESTS} requests, ${used} keys, ${seconds.toFixed(1)} s (${Math.round(REQUESTS / seconds)} req/s), statuses ${JSON.stringify(statuses)}`,
+    );
   }, 120_000);
 });
