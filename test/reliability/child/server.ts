@@ -1,0 +1,66 @@
+/**
+ * A standalone app process for the reliability specs: one idempotent route whose handler records
+ * every execution in `reliability_executions` (the spec creates it) before sleeping HANDLER_MS.
+ *
+ * Environment: DATABASE_URL (required), INSTANCE (name in the executions table and the body),
+ * HANDLER_MS (default 50), LEASE_SECONDS (default 60). Listens on a free port of 127.0.0.1 and
+ * prints one line `READY {"port":<port>,"pid":<pid>}` on stdout when it accepts requests. Exits
+ * when its stdin closes (the spawning jest worker is gone), so no orphan outlives a crashed run.
+ */
+import 'reflect-metadata';
+import { Controller, Headers, HttpCode, Module, Post } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { DataSource } from 'typeorm';
+import { Idempotent, IdempotencyModule } from '../../../lib/index.js';
+
+const url = process.env.DATABASE_URL;
+if (!url) throw new Error('DATABASE_URL is required');
+const instance = process.env.INSTANCE ?? 'child';
+const handlerMs = Number(process.env.HANDLER_MS ?? 50);
+const leaseSeconds = Number(process.env.LEASE_SECONDS ?? 60);
+
+const dataSource = new DataSource({
+  type: 'postgres',
+  url,
+  applicationName: `reliability-${instance}`,
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+@Controller()
+class ChargesController {
+  @Post('charges')
+  @HttpCode(201)
+  @Idempotent()
+  async charge(@Headers('idempotency-key') key: string | undefined) {
+    const [row] = (await dataSource.query(
+      `INSERT INTO reliability_executions (idempotency_key, instance) VALUES ($1, $2) RETURNING id`,
+      [key ?? null, instance],
+    )) as { id: number }[];
+    await sleep(handlerMs);
+    // Differs per execution, so "same bytes" in a spec means "same execution".
+    return { charge: `ch_${row.id}`, instance, pid: process.pid };
+  }
+}
+
+@Module({
+  imports: [IdempotencyModule.forRoot({ dataSource, leaseSeconds, cleanup: { enabled: false } })],
+  controllers: [ChargesController],
+})
+class ChildModule {}
+
+async function main(): Promise<void> {
+  // The spec holds our stdin: if its jest worker dies, the pipe closes and we go too.
+  process.stdin.on('end', () => process.exit(0));
+  process.stdin.resume();
+  const app = await NestFactory.create(ChildModule, { logger: ['error', 'warn'] });
+  app.enableShutdownHooks(['SIGTERM']);
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as { port: number };
+  process.stdout.write(`READY ${JSON.stringify({ port, pid: process.pid })}\n`);
+}
+
+main().catch((error: Error) => {
+  process.stderr.write(`child ${instance} failed to start: ${error.stack ?? error.message}\n`);
+  process.exit(1);
+});
