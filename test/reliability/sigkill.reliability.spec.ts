@@ -6,12 +6,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+import type { MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send } from '../fixtures/http-client.js';
 import {
-  buildChildApp,
   killChildApps,
-  settledValue,
+  prepareChildRun,
   startChildApp,
   waitFor,
   type ChildApp,
@@ -25,18 +24,7 @@ describe('app process SIGKILLed in the middle of a slow handler', () => {
   let survivor: ChildApp;
 
   beforeAll(async () => {
-    // Settled, not Promise.all: a failed build must still leave the database to afterAll.
-    const [built, created] = await Promise.allSettled([
-      buildChildApp('sigkill'),
-      createMigratedDatabase('rel_sigkill'),
-    ]);
-    if (created.status === 'fulfilled') db = created.value;
-    const script = settledValue(built);
-    settledValue(created);
-    await db.dataSource.query(
-      `CREATE TABLE reliability_executions (id serial PRIMARY KEY, idempotency_key text, instance text,
-         started_at timestamptz NOT NULL DEFAULT clock_timestamp())`,
-    );
+    const { script } = await prepareChildRun('sigkill', (created) => (db = created));
     const common = { script, databaseUrl: db.url, leaseSeconds: LEASE_SECONDS };
     [doomed, survivor] = await Promise.all([
       startChildApp({ ...common, instance: 'doomed', handlerMs: 30_000 }),

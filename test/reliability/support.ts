@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -94,6 +95,29 @@ export function tally(labels: readonly string[]): Record<string, number> {
  * parallel jest workers never write the same files; incremental, so a re-run costs ~2 s.
  * Returns the path of the compiled server.
  */
+/**
+ * Builds the child app and creates a migrated database with the executions table it writes to.
+ * `keep` gets the database as soon as it exists, so afterAll can drop it even if the build failed.
+ */
+export async function prepareChildRun(
+  name: string,
+  keep: (db: MigratedDatabase) => void,
+): Promise<{ db: MigratedDatabase; script: string }> {
+  // Settled, not Promise.all: a failed build must still leave the database to afterAll.
+  const [built, created] = await Promise.allSettled([
+    buildChildApp(name),
+    createMigratedDatabase(`rel_${name.replace(/-/g, '_')}`),
+  ]);
+  if (created.status === 'fulfilled') keep(created.value);
+  const script = settledValue(built);
+  const db = settledValue(created);
+  await db.dataSource.query(
+    `CREATE TABLE reliability_executions (id serial PRIMARY KEY, idempotency_key text, instance text,
+       started_at timestamptz NOT NULL DEFAULT clock_timestamp())`,
+  );
+  return { db, script };
+}
+
 export async function buildChildApp(name: string): Promise<string> {
   const outDir = join(ROOT, 'dist-test', name);
   await promisify(execFile)(

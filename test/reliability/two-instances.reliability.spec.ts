@@ -5,13 +5,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+import type { MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send } from '../fixtures/http-client.js';
 import {
-  buildChildApp,
   killChildApps,
+  prepareChildRun,
   runPool,
-  settledValue,
   startChildApp,
   tally,
   type ChildApp,
@@ -38,18 +37,7 @@ describe('two app instances, one database, the same keys at the same time', () =
   let instances: ChildApp[] = [];
 
   beforeAll(async () => {
-    // Settled, not Promise.all: a failed build must still leave the database to afterAll.
-    const [built, created] = await Promise.allSettled([
-      buildChildApp('two-instances'),
-      createMigratedDatabase('rel_two_instances'),
-    ]);
-    if (created.status === 'fulfilled') db = created.value;
-    const script = settledValue(built);
-    settledValue(created);
-    await db.dataSource.query(
-      `CREATE TABLE reliability_executions (id serial PRIMARY KEY, idempotency_key text, instance text,
-         started_at timestamptz NOT NULL DEFAULT clock_timestamp())`,
-    );
+    const { script } = await prepareChildRun('two-instances', (created) => (db = created));
     instances = await Promise.all(
       ['a', 'b'].map((instance) =>
         startChildApp({ script, databaseUrl: db.url, instance, handlerMs: HANDLER_MS }),
