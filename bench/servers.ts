@@ -1,0 +1,64 @@
+/** Starts each variant as its own Node process (compiled to dist-bench/bench/variants/*.js). */
+import { type ChildProcess, fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { VariantName } from './config.js';
+
+export interface VariantServer {
+  name: VariantName;
+  url: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+export async function startVariant(
+  name: VariantName,
+  env: Record<string, string>,
+  timeoutMs = 30_000,
+): Promise<VariantServer> {
+  const file = fileURLToPath(new URL(`./variants/${name}.js`, import.meta.url));
+  // e.g. BENCH_VARIANT_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the servers.
+  const extraArgs = process.env.BENCH_VARIANT_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const child = fork(file, [], {
+    execArgv: [...process.execArgv, ...extraArgs],
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`${name} did not start within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    child.on('message', (msg: { type?: string; port?: number }) => {
+      if (msg?.type === 'ready' && msg.port) {
+        clearTimeout(timer);
+        resolve(msg.port);
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited during start (code ${code}, signal ${signal})`));
+    });
+  }).catch(async (err) => {
+    await stopChild(child);
+    throw err;
+  });
+  return {
+    name,
+    url: `http://127.0.0.1:${port}`,
+    pid: child.pid as number,
+    stop: () => stopChild(child),
+  };
+}
+
+/** SIGTERM (the server closes its app and pools), SIGKILL if it lingers. */
+function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}

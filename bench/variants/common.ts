@@ -1,0 +1,117 @@
+/**
+ * What every variant server shares: the pg pool, the bench controller (one real INSERT per
+ * request) and the bootstrap that reports the port to the runner over IPC.
+ */
+import 'reflect-metadata';
+import { Body, Controller, Post, Req, type Type } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import pg from 'pg';
+
+export const KEY_HEADER = 'idempotency-key';
+export const SLOW_MS = 50;
+
+/** Anything with `query(text, values)`: a pg pool or client, a TypeORM EntityManager or QueryRunner. */
+export interface Queryable {
+  query(text: string, values: unknown[]): Promise<unknown>;
+}
+
+/** Performs the handler's INSERT; returns the new row id. */
+export type InsertPayment = (req: BenchRequest, amount: number) => Promise<string>;
+
+export interface BenchRequest {
+  headers: Record<string, string | string[] | undefined>;
+  res?: { setHeader(name: string, value: string): void };
+}
+
+export function env(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set (variants are started by bench/run.ts)`);
+  return value;
+}
+
+export const poolSize = () => Number(process.env.BENCH_POOL_SIZE ?? 10);
+
+export function createPool(): pg.Pool {
+  return new pg.Pool({ connectionString: env('DATABASE_URL'), max: poolSize() });
+}
+
+const INSERT = `INSERT INTO bench_payments (idempotency_key, amount, variant) VALUES ($1, $2, $3) RETURNING id`;
+
+/** The one real write of every handler. */
+export async function insertPayment(
+  db: Queryable,
+  req: BenchRequest,
+  amount: number,
+  variant: string,
+) {
+  const key = req.headers[KEY_HEADER];
+  const result = await db.query(INSERT, [typeof key === 'string' ? key : null, amount, variant]);
+  // pg returns a Result ({ rows }); TypeORM's query() returns the rows themselves.
+  const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as {
+    id: string;
+  }[];
+  return String(rows[0].id);
+}
+
+const noDecorator = (): MethodDecorator => () => undefined;
+
+/**
+ * `POST /payments` and `POST /slow` carry the variant's idempotency decorator;
+ * `POST /plain` never does.
+ */
+export function benchController(
+  insert: InsertPayment,
+  idempotent: () => MethodDecorator = noDecorator,
+) {
+  const reply = async (req: BenchRequest, body: { amount?: number }) => {
+    const amount = Number(body?.amount ?? 0);
+    return { id: await insert(req, amount), amount, status: 'succeeded' };
+  };
+
+  @Controller()
+  class BenchController {
+    @Post('payments')
+    @idempotent()
+    payments(@Req() req: BenchRequest, @Body() body: { amount?: number }) {
+      return reply(req, body);
+    }
+
+    @Post('plain')
+    plain(@Req() req: BenchRequest, @Body() body: { amount?: number }) {
+      return reply(req, body);
+    }
+
+    @Post('slow')
+    @idempotent()
+    async slow(@Req() req: BenchRequest, @Body() body: { amount?: number }) {
+      await new Promise((resolve) => setTimeout(resolve, SLOW_MS));
+      return reply(req, body);
+    }
+  }
+  return BenchController;
+}
+
+export interface CloseHooks {
+  beforeClose?: () => Promise<unknown>;
+  afterClose?: () => Promise<unknown>;
+}
+
+/** Starts the app on a free loopback port, tells the runner, and closes on SIGTERM. */
+export async function serve(module: Type, hooks: CloseHooks = {}): Promise<void> {
+  const app = await NestFactory.create(module, new ExpressAdapter(), { logger: ['error', 'warn'] });
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as { port: number };
+  let closing = false;
+  const close = async () => {
+    if (closing) return;
+    closing = true;
+    await hooks.beforeClose?.().catch(() => undefined);
+    await app.close().catch(() => undefined);
+    await hooks.afterClose?.().catch(() => undefined);
+    process.exit(0);
+  };
+  process.once('SIGTERM', close);
+  process.once('disconnect', close);
+  process.send?.({ type: 'ready', port });
+}
