@@ -17,7 +17,8 @@ export interface HoldHooks {
 }
 
 type Method = (...args: unknown[]) => unknown;
-type Patchable = ServerResponse & Record<'writeHead' | 'write' | 'end', Method>;
+type Patched = 'writeHead' | 'write' | 'end' | 'flushHeaders';
+type Patchable = ServerResponse & Record<Patched, Method>;
 
 /** Headers describing the body (a replay takes them from storage only), and cookies (never replayed). */
 const BODY_HEADERS = [
@@ -37,12 +38,14 @@ function headersArg(args: unknown[]): OutgoingHttpHeaders | undefined {
     : undefined;
 }
 
-function patch(
-  res: ServerResponse,
-  methods: Partial<Record<'writeHead' | 'write' | 'end', Method>>,
-) {
+function patch(res: ServerResponse, methods: Partial<Record<Patched, Method>>) {
   const target = res as Patchable;
-  const original = { writeHead: target.writeHead, write: target.write, end: target.end };
+  const original = {
+    writeHead: target.writeHead,
+    write: target.write,
+    end: target.end,
+    flushHeaders: target.flushHeaders,
+  };
   Object.assign(target, methods);
   return {
     original,
@@ -70,6 +73,12 @@ function toBuffer(chunk: unknown, encoding: BufferEncoding | undefined): Buffer 
  */
 export function holdResponse(res: ServerResponse, allow: ReadonlySet<string>, hooks: HoldHooks) {
   let heldHead: unknown[] | undefined;
+  // Streaming (headers flushed or a chunk written before end) cannot be held: let it through.
+  const startStream = () => {
+    restore();
+    if (heldHead) original.writeHead.apply(res, heldHead);
+    hooks.onStream();
+  };
   const { original, restore } = patch(res, {
     writeHead(...args: unknown[]) {
       heldHead = args;
@@ -77,10 +86,12 @@ export function holdResponse(res: ServerResponse, allow: ReadonlySet<string>, ho
       return res;
     },
     write(...args: unknown[]) {
-      restore();
-      if (heldHead) original.writeHead.apply(res, heldHead);
-      hooks.onStream();
+      startStream();
       return original.write.apply(res, args);
+    },
+    flushHeaders() {
+      startStream();
+      return original.flushHeaders.apply(res);
     },
     end(...args: unknown[]) {
       restore();
