@@ -1,6 +1,7 @@
 import { HttpException } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { quoteTable } from './idempotency.sql.js';
+import type { ReplayCacheLimits } from './replay-cache.js';
 import type {
   IdempotencyModuleOptions,
   IdempotencyRequest,
@@ -27,6 +28,7 @@ export const IDEMPOTENCY_DEFAULTS = {
   tableName: 'idempotency_keys',
   replayAudit: 'batched' as 'batched' | 'off',
   replayAuditFlushMs: 1_000,
+  replayCache: { maxEntries: 10_000, maxBytes: 32 * 1024 * 1024, ttlSeconds: 60 },
   getUserId: (req: IdempotencyRequest) => req.user?.id,
   fingerprint: (req: IdempotencyRequest) => req.body,
   storeIf: ((status, error) =>
@@ -43,12 +45,13 @@ export const IDEMPOTENCY_DEFAULTS = {
 };
 
 export interface ResolvedIdempotencyOptions extends Required<
-  Omit<IdempotencyModuleOptions, 'cleanup' | 'replayHeaders'>
+  Omit<IdempotencyModuleOptions, 'cleanup' | 'replayHeaders' | 'replayCache'>
 > {
   dataSource: DataSource;
   /** Lower-cased allow-list, never containing `set-cookie`. */
   replayHeaders: ReadonlySet<string>;
   cleanup: Required<NonNullable<IdempotencyModuleOptions['cleanup']>>;
+  replayCache: false | ReplayCacheLimits;
 }
 
 function positive(name: string, value: number): number {
@@ -95,6 +98,8 @@ export function resolveIdempotencyOptions(
     fingerprint: options.fingerprint ?? d.fingerprint,
     storeIf: options.storeIf ?? d.storeIf,
     cleanup: { ...d.cleanup, ...options.cleanup },
+    replayCache:
+      options.replayCache === false ? false : { ...d.replayCache, ...options.replayCache },
   };
   positive('cleanup.batchSize', resolved.cleanup.batchSize);
   return resolved;

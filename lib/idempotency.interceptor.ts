@@ -32,6 +32,7 @@ import type { IdempotencyRequest } from './interfaces/idempotency-module-options
 import type { IdempotencyStore, StoredResponse } from './interfaces/idempotency-store.interface.js';
 import { fingerprintRequest } from './request-fingerprint.js';
 import { ReplayAuditService } from './replay-audit.service.js';
+import { ReplayCache } from './replay-cache.js';
 import { substituteResponse, writeStoredResponse } from './response-capture.js';
 
 /**
@@ -42,6 +43,7 @@ import { substituteResponse, writeStoredResponse } from './response-capture.js';
 export class IdempotencyInterceptor implements NestInterceptor {
   private readonly logger = new Logger('Idempotency');
   private readonly routes: IdempotentRouteResolver;
+  private readonly cache?: ReplayCache;
 
   constructor(
     @Inject(IDEMPOTENCY_RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
@@ -49,6 +51,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     private readonly audit: ReplayAuditService,
   ) {
     this.routes = new IdempotentRouteResolver(options);
+    this.cache = options.replayCache ? new ReplayCache(options.replayCache) : undefined;
   }
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
@@ -105,6 +108,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
       );
     }
     const requestHash = fingerprintRequest(req.method, requestPath(req), selected);
+    const cacheKey = ReplayCache.scopeKey(scope.userId, scope.endpoint, key);
+    const cached = this.cache?.get(cacheKey, requestHash);
+    if (cached) {
+      this.audit.record(cached.recordId, cached.expiresAt);
+      return this.replay(route, res, cached.response);
+    }
     let outcome;
     try {
       outcome = await this.store.claim({
@@ -143,6 +152,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         );
       case 'completed':
         this.audit.record(outcome.recordId, outcome.expiresAt);
+        this.cache?.set(cacheKey, { ...outcome, requestHash }, outcome.secondsLeft);
         return this.replay(route, res, outcome.response);
       case 'claimed':
         return new IdempotentExecution(
@@ -152,6 +162,17 @@ export class IdempotencyInterceptor implements NestInterceptor {
           route,
           scope,
           outcome.lease,
+          (response) =>
+            this.cache?.set(
+              cacheKey,
+              {
+                requestHash,
+                recordId: outcome.lease.id,
+                expiresAt: new Date(Date.now() + route.ttlSeconds * 1000),
+                response,
+              },
+              route.ttlSeconds,
+            ),
         ).run(req, rawResponse(res), next);
     }
   }

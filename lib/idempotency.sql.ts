@@ -32,6 +32,7 @@ export function buildStatements(tableName: string) {
     `CASE WHEN ${alias}.status = 'completed' THEN ${alias}.expires_at <= now() ELSE ${alias}.locked_until <= now() END`;
   const existing = `SELECT k.id, false AS claimed, k.status, k.request_hash = $4 AS same_request,
        ${stale('k')} AS stale, k.status_code, k.expires_at,
+       extract(epoch FROM k.expires_at - now())::float8 AS seconds_left,
        CASE WHEN k.request_hash = $4 THEN k.response_headers END AS response_headers,
        CASE WHEN k.request_hash = $4 THEN k.response_raw END AS response_raw
   FROM ${t} k
@@ -48,7 +49,8 @@ export function buildStatements(tableName: string) {
   RETURNING id
 )
 SELECT id, true AS claimed, NULL::varchar AS status, true AS same_request, false AS stale,
-       NULL::smallint AS status_code, NULL::timestamptz AS expires_at, NULL::jsonb AS response_headers, NULL::bytea AS response_raw
+       NULL::smallint AS status_code, NULL::timestamptz AS expires_at,
+       NULL::float8 AS seconds_left, NULL::jsonb AS response_headers, NULL::bytea AS response_raw
   FROM ins
 UNION ALL
 ${existing} AND NOT EXISTS (SELECT 1 FROM ins)`,

@@ -11,6 +11,7 @@ import type {
   IdempotencyScope,
   IdempotencyStore,
   Lease,
+  StoredResponse,
 } from './interfaces/idempotency-store.interface.js';
 import { holdResponse, type WireResponse } from './response-capture.js';
 import { LeaseHeartbeat } from './lease-heartbeat.js';
@@ -29,6 +30,8 @@ export class IdempotentExecution {
     private readonly route: IdempotentRoute,
     private readonly scope: IdempotencyScope,
     private readonly lease: Lease,
+    /** Called once the response is durably stored (committed, in transactional mode). */
+    private readonly onStored: (response: StoredResponse) => void = () => undefined,
   ) {
     this.context = new IdempotencyContext(scope);
     this.heartbeat = new LeaseHeartbeat(store, lease, options, logger, () => this.describe());
@@ -91,6 +94,9 @@ export class IdempotentExecution {
       if (this.transaction) {
         if (!stored) throw new Error('lease lost');
         await this.endTransaction(true);
+      }
+      if (stored && storable) {
+        this.onStored({ statusCode: wire.statusCode, headers: wire.headers, body: wire.body });
       }
     } catch (err) {
       if (this.transaction) return this.abandon(err as Error);

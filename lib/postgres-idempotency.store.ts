@@ -29,6 +29,7 @@ interface ExistingRow {
   stale: boolean;
   status_code: number | null;
   expires_at: Date | null;
+  seconds_left: number | null;
   response_headers: Record<string, string> | null;
   response_raw: Buffer | null;
 }
@@ -92,6 +93,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
         type: 'completed',
         recordId: row.id,
         expiresAt: row.expires_at as Date,
+        secondsLeft: row.seconds_left as number,
         response: {
           statusCode: row.status_code as number,
           headers: row.response_headers ?? {},
@@ -114,8 +116,11 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
       c.ttlSeconds,
     ];
     if (transaction?.queryRunner) {
-      const result = await transaction.queryRunner.query(this.sql.complete.text, values, true);
-      return result.affected === 1;
+      // The transaction's own pg client, so the prepared statement is reused there too.
+      const client = (transaction.queryRunner as unknown as { databaseConnection: Queryable })
+        .databaseConnection;
+      const { rowCount } = await client.query({ ...this.sql.complete, values });
+      return rowCount === 1;
     }
     const { rowCount } = await this.pool.query({ ...this.sql.complete, values });
     return rowCount === 1;

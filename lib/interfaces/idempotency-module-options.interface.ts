@@ -119,6 +119,13 @@ export interface IdempotencyModuleOptions {
    * @default 1000
    */
   replayAuditFlushMs?: number;
+  /**
+   * Completed responses kept in memory so a repeated replay needs no round trip. Entries die
+   * before the record expires (measured by the database clock) and after `ttlSeconds` at most;
+   * `false` turns it off (every replay then reads PostgreSQL once).
+   * @default { maxEntries: 10000, maxBytes: 33554432, ttlSeconds: 60 }
+   */
+  replayCache?: false | { maxEntries?: number; maxBytes?: number; ttlSeconds?: number };
   /** Cleanup of expired records. */
   cleanup?: IdempotencyCleanupOptions;
 }

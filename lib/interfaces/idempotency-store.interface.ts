@@ -31,7 +31,14 @@ export type ClaimOutcome =
   | { type: 'claimed'; lease: Lease }
   | { type: 'in_progress' }
   | { type: 'mismatch' }
-  | { type: 'completed'; recordId: string; expiresAt: Date; response: StoredResponse };
+  | {
+      type: 'completed';
+      recordId: string;
+      expiresAt: Date;
+      /** The record's remaining life by the database clock. */
+      secondsLeft: number;
+      response: StoredResponse;
+    };
 
 /** One replay of a completed record, for the audit trail. */
 export interface ReplayEvent {

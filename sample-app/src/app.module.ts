@@ -44,6 +44,7 @@ export class AppModule {
             getUserId: (req) => req.user?.id,
             ttlSeconds: IDEMPOTENCY_TTL_SECONDS,
             cleanup: { retentionSeconds: IDEMPOTENCY_RETENTION_SECONDS },
+            ...options.idempotency,
           }),
         }),
         PaymentsModule.register(options),

@@ -1,3 +1,5 @@
+import type { IdempotencyModuleOptions } from '../../lib/index.js';
+
 /** Settings of one sample-app instance (main.ts reads them from the environment; tests pass them). */
 export interface SampleAppOptions {
   /** PostgreSQL connection URL of the app's database. */
@@ -6,6 +8,8 @@ export interface SampleAppOptions {
   slowMs?: number;
   /** Log every SQL statement (TypeORM `logging`). Default false. */
   logSql?: boolean;
+  /** Overrides of the idempotency options (tests move records through time with SQL). */
+  idempotency?: Partial<IdempotencyModuleOptions>;
 }
 
 export const SAMPLE_OPTIONS = Symbol('SAMPLE_OPTIONS');

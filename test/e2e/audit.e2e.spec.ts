@@ -16,7 +16,7 @@ describe('audit trail and reconciliation views', () => {
     f = await startFixtureApp({
       platform: 'express',
       dataSource: db.dataSource,
-      options: { replayAuditFlushMs: 60_000 },
+      options: { replayAuditFlushMs: 60_000, replayCache: false },
     });
   });
   afterAll(async () => {

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send } from '../fixtures/http-client.js';
 import { startFixtureApp, type FixtureApp } from '../fixtures/payments.fixture.js';
+import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../../lib/index.js';
 
 /**
  * The round-trip budget: every statement the app sends goes through the pool of its DataSource,
@@ -42,7 +43,7 @@ describe('round-trip budget', () => {
     f = await startFixtureApp({
       platform: 'express',
       dataSource: appDataSource,
-      options: { replayAuditFlushMs: 3_600_000 },
+      options: { replayAuditFlushMs: 3_600_000, replayCache: false },
     });
   });
   afterAll(async () => {
@@ -71,6 +72,27 @@ describe('round-trip budget', () => {
     const replay = await send(f.url, '/charges', { key, body: { amount: 1 } });
     expect(replay.headers['idempotent-replayed']).toBe('true');
     expect(sent).toHaveLength(1);
+  });
+
+  it('with the replay cache (the default), a repeated replay costs 0', async () => {
+    const cached = await startFixtureApp({
+      platform: 'express',
+      dataSource: f.app.get(IDEMPOTENCY_RESOLVED_OPTIONS).dataSource,
+    });
+    try {
+      const key = randomUUID();
+      const first = await send(cached.url, '/charges', { key, body: { amount: 1 } });
+      sent.length = 0;
+      const replay = await send(cached.url, '/charges', { key, body: { amount: 1 } });
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(replay.body.equals(first.body)).toBe(true);
+      expect(sent).toEqual([]);
+      // A different request under the key still goes to the database (and is refused there).
+      expect((await send(cached.url, '/charges', { key, body: { amount: 2 } })).status).toBe(409);
+      expect(sent).toHaveLength(1);
+    } finally {
+      await cached.close();
+    }
   });
 
   it('an in-progress conflict and a mismatch cost 1 statement each', async () => {

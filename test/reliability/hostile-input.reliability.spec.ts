@@ -38,7 +38,7 @@ describe('hostile input', () => {
     f = await startFixtureApp({
       platform: 'express',
       dataSource: db.dataSource,
-      options: { replayAudit: 'off' },
+      options: { replayAudit: 'off', replayCache: false },
     });
     port = Number(new URL(f.url).port);
   });

@@ -1,0 +1,72 @@
+import type { StoredResponse } from './interfaces/idempotency-store.interface.js';
+
+interface Entry {
+  requestHash: string;
+  recordId: string;
+  expiresAt: Date;
+  response: StoredResponse;
+  /** Local clock deadline: before the record's expiry as measured by the database, never after. */
+  deadline: number;
+  bytes: number;
+}
+
+export interface ReplayCacheLimits {
+  maxEntries: number;
+  maxBytes: number;
+  ttlSeconds: number;
+}
+
+/**
+ * Completed responses kept in memory, so a hot replay needs no round trip. Safe because a
+ * completed record never changes before its `expires_at` (only an expired record is taken over
+ * or deleted), and entries die before that moment, measured from the database's own clock.
+ * Least recently used entries go first.
+ */
+export class ReplayCache {
+  private readonly entries = new Map<string, Entry>();
+  private bytes = 0;
+
+  constructor(private readonly limits: ReplayCacheLimits) {}
+
+  static scopeKey(userId: string, endpoint: string, key: string): string {
+    return `${userId}\u0000${endpoint}\u0000${key}`;
+  }
+
+  get(scopeKey: string, requestHash: string): Entry | undefined {
+    const entry = this.entries.get(scopeKey);
+    if (!entry) return undefined;
+    if (entry.deadline <= Date.now()) {
+      this.delete(scopeKey, entry);
+      return undefined;
+    }
+    if (entry.requestHash !== requestHash) return undefined;
+    this.entries.delete(scopeKey);
+    this.entries.set(scopeKey, entry);
+    return entry;
+  }
+
+  /** `secondsLeft`: the record's remaining life by the database clock. */
+  set(
+    scopeKey: string,
+    value: { requestHash: string; recordId: string; expiresAt: Date; response: StoredResponse },
+    secondsLeft: number,
+  ): void {
+    const bytes = (value.response.body?.length ?? 0) + 256;
+    if (value.response.body === null || bytes > this.limits.maxBytes) return;
+    const lifeMs = Math.min(secondsLeft, this.limits.ttlSeconds) * 1000 - 1000;
+    if (lifeMs <= 0) return;
+    const old = this.entries.get(scopeKey);
+    if (old) this.delete(scopeKey, old);
+    this.entries.set(scopeKey, { ...value, deadline: Date.now() + lifeMs, bytes });
+    this.bytes += bytes;
+    for (const [k, e] of this.entries) {
+      if (this.entries.size <= this.limits.maxEntries && this.bytes <= this.limits.maxBytes) break;
+      this.delete(k, e);
+    }
+  }
+
+  private delete(scopeKey: string, entry: Entry): void {
+    this.entries.delete(scopeKey);
+    this.bytes -= entry.bytes;
+  }
+}

@@ -1,0 +1,100 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { ReplayCache } from '../../lib/replay-cache.js';
+import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+import { send } from '../fixtures/http-client.js';
+import { startFixtureApp, type FixtureApp } from '../fixtures/payments.fixture.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const response = (text: string) => ({ statusCode: 201, headers: {}, body: Buffer.from(text) });
+
+describe('replay cache', () => {
+  it('evicts the least recently used entries past its entry and byte limits', () => {
+    const cache = new ReplayCache({ maxEntries: 2, maxBytes: 1_000_000, ttlSeconds: 60 });
+    const put = (k: string) =>
+      cache.set(
+        k,
+        { requestHash: 'h', recordId: k, expiresAt: new Date(), response: response(k) },
+        3600,
+      );
+    put('a');
+    put('b');
+    expect(cache.get('a', 'h')).toBeDefined(); // a is now the most recent
+    put('c');
+    expect(cache.get('b', 'h')).toBeUndefined();
+    expect(cache.get('a', 'h')?.recordId).toBe('a');
+    expect(cache.get('c', 'h')?.recordId).toBe('c');
+    expect(cache.get('c', 'other-request')).toBeUndefined();
+    const small = new ReplayCache({ maxEntries: 100, maxBytes: 800, ttlSeconds: 60 });
+    for (const k of ['x', 'y', 'z']) {
+      small.set(
+        k,
+        { requestHash: 'h', recordId: k, expiresAt: new Date(), response: response(k.repeat(100)) },
+        3600,
+      );
+    }
+    expect(['x', 'y', 'z'].filter((k) => small.get(k, 'h'))).toEqual(['y', 'z']);
+  });
+
+  it('never keeps an entry for a record about to expire, nor a response without a body', () => {
+    const cache = new ReplayCache({ maxEntries: 10, maxBytes: 1_000_000, ttlSeconds: 60 });
+    cache.set(
+      'soon',
+      { requestHash: 'h', recordId: 's', expiresAt: new Date(), response: response('s') },
+      0.5,
+    );
+    cache.set(
+      'empty',
+      {
+        requestHash: 'h',
+        recordId: 'e',
+        expiresAt: new Date(),
+        response: { statusCode: 201, headers: {}, body: null },
+      },
+      3600,
+    );
+    expect(cache.get('soon', 'h')).toBeUndefined();
+    expect(cache.get('empty', 'h')).toBeUndefined();
+  });
+
+  describe('in an app', () => {
+    let db: MigratedDatabase;
+    let f: FixtureApp;
+    beforeAll(async () => {
+      db = await createMigratedDatabase('replay_cache');
+      f = await startFixtureApp({ platform: 'express', dataSource: db.dataSource });
+    });
+    afterAll(async () => {
+      await f?.close();
+      await db?.drop();
+    });
+
+    it("serves replays from memory, and never past the record's expiry", async () => {
+      const key = randomUUID();
+      const first = await send(f.url, '/short', { key });
+      // Proof that the next replay comes from memory: the stored bytes no longer match.
+      await db.dataSource.query(
+        `UPDATE idempotency_keys SET response_raw = 'tampered' WHERE idempotency_key = $1`,
+        [key],
+      );
+      const replay = await send(f.url, '/short', { key });
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(replay.body.equals(first.body)).toBe(true);
+      // /short keeps records 3 s: once that passed, the key is new again, cache or not.
+      await sleep(3_200);
+      const after = await send(f.url, '/short', { key });
+      expect(after.headers['idempotent-replayed']).toBeUndefined();
+      expect(after.body.equals(first.body)).toBe(false);
+      expect(f.exec.count('short')).toBe(2);
+    });
+
+    it('keeps users apart: another user with the same key gets an execution of its own', async () => {
+      const key = randomUUID();
+      const alice = await send(f.url, '/charges', { key, user: 'alice', body: { amount: 1 } });
+      await send(f.url, '/charges', { key, user: 'alice', body: { amount: 1 } });
+      const bob = await send(f.url, '/charges', { key, user: 'bob', body: { amount: 1 } });
+      expect(bob.headers['idempotent-replayed']).toBeUndefined();
+      expect(bob.json().id).not.toBe(alice.json().id);
+    });
+  });
+});
