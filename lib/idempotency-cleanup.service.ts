@@ -73,7 +73,7 @@ export class IdempotencyCleanupService
       .then((result) => {
         if (result.ran) {
           this.logger.log(
-            `Deleted ${result.deleted} expired idempotency records in ${result.batches} batches`,
+            `Deleted ${result.deleted} expired idempotency records in ${result.batches} batches (slowest ${result.longestBatchMs} ms)`,
           );
         } else {
           this.logger.debug?.('Another instance holds the cleanup lock; skipped');

@@ -35,6 +35,8 @@ import { ReplayAuditService } from './replay-audit.service.js';
 import { ReplayCache } from './replay-cache.js';
 import { substituteResponse, writeStoredResponse } from './response-capture.js';
 
+const HANDLED = Symbol('nestjs-pg-idempotency:handled');
+
 /**
  * HTTP glue: reads the key, asks the store to claim it, and either replays, refuses, or runs
  * the handler under the claim. Routes without `@Idempotent()` pass straight through.
@@ -43,15 +45,14 @@ import { substituteResponse, writeStoredResponse } from './response-capture.js';
 export class IdempotencyInterceptor implements NestInterceptor {
   private readonly logger = new Logger('Idempotency');
   private readonly routes: IdempotentRouteResolver;
-  private readonly cache?: ReplayCache;
 
   constructor(
     @Inject(IDEMPOTENCY_RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     @Inject(IDEMPOTENCY_STORE) private readonly store: IdempotencyStore,
     private readonly audit: ReplayAuditService,
+    private readonly cache: ReplayCache,
   ) {
     this.routes = new IdempotentRouteResolver(options);
-    this.cache = options.replayCache ? new ReplayCache(options.replayCache) : undefined;
   }
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
@@ -61,6 +62,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const http = context.switchToHttp();
     const req = http.getRequest();
     const res = http.getResponse();
+    // A controller-level and a method-level @Idempotent() both attach this interceptor: once only.
+    if (req[HANDLED]) return next.handle();
+    req[HANDLED] = true;
 
     let key: string | undefined;
     try {
@@ -109,7 +113,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
     const requestHash = fingerprintRequest(req.method, requestPath(req), selected);
     const cacheKey = ReplayCache.scopeKey(scope.userId, scope.endpoint, key);
-    const cached = this.cache?.get(cacheKey, requestHash);
+    const cached = this.cache.get(cacheKey, requestHash);
     if (cached) {
       this.audit.record(cached.recordId, cached.expiresAt);
       return this.replay(route, res, cached.response);
@@ -152,7 +156,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         );
       case 'completed':
         this.audit.record(outcome.recordId, outcome.expiresAt);
-        this.cache?.set(cacheKey, { ...outcome, requestHash }, outcome.secondsLeft);
+        this.cache.set(cacheKey, { ...outcome, requestHash }, outcome.secondsLeft);
         return this.replay(route, res, outcome.response);
       case 'claimed':
         return new IdempotentExecution(
@@ -163,7 +167,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
           scope,
           outcome.lease,
           (response) =>
-            this.cache?.set(
+            this.cache.set(
               cacheKey,
               {
                 requestHash,

@@ -1,6 +1,5 @@
 import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { APP_INTERCEPTOR } from '@nestjs/core';
 import { IDEMPOTENCY_RESOLVED_OPTIONS, IDEMPOTENCY_STORE } from './idempotency.constants.js';
 import {
   type ResolvedIdempotencyOptions,
@@ -15,6 +14,7 @@ import { IdempotencyCleanupService } from './idempotency-cleanup.service.js';
 import type { IdempotencyModuleOptions } from './interfaces/idempotency-module-options.interface.js';
 import { PostgresIdempotencyStore } from './postgres-idempotency.store.js';
 import { ReplayAuditService } from './replay-audit.service.js';
+import { ReplayCache } from './replay-cache.js';
 
 const initializedHere = new WeakSet<DataSource>();
 
@@ -45,13 +45,20 @@ const initializedHere = new WeakSet<DataSource>();
     },
     IdempotencyCleanupService,
     ReplayAuditService,
-    { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
+    {
+      provide: ReplayCache,
+      inject: [IDEMPOTENCY_RESOLVED_OPTIONS],
+      useFactory: (options: ResolvedIdempotencyOptions) => new ReplayCache(options.replayCache),
+    },
+    IdempotencyInterceptor,
   ],
   exports: [
     IDEMPOTENCY_RESOLVED_OPTIONS,
     IDEMPOTENCY_STORE,
     IdempotencyCleanupService,
     ReplayAuditService,
+    ReplayCache,
+    IdempotencyInterceptor,
   ],
 })
 export class IdempotencyModule

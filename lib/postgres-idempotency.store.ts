@@ -159,17 +159,20 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     const client = await this.pool.connect();
     try {
       const { rows } = await client.query({ text: this.sql.cleanupLock, values: [lockName] });
-      if (!rows[0]?.locked) return { ran: false, deleted: 0, batches: 0 };
+      if (!rows[0]?.locked) return { ran: false, deleted: 0, batches: 0, longestBatchMs: 0 };
       const startedAt = new Date();
       let deleted = 0;
       let batches = 0;
+      let longestBatchMs = 0;
       try {
         for (const [index, text] of this.sql.cleanupBatches.entries()) {
           for (;;) {
+            const started = performance.now();
             const { rowCount } = await client.query({
               text,
               values: [options.batchSize, options.retentionSeconds],
             });
+            longestBatchMs = Math.max(longestBatchMs, performance.now() - started);
             batches++;
             // Records count as deleted; replay events of those records go with them.
             if (index < 2) deleted += rowCount ?? 0;
@@ -180,7 +183,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
       } finally {
         await client.query({ text: this.sql.cleanupUnlock, values: [lockName] });
       }
-      return { ran: true, deleted, batches };
+      return { ran: true, deleted, batches, longestBatchMs: Math.round(longestBatchMs) };
     } finally {
       client.release();
     }

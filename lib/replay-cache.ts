@@ -26,13 +26,15 @@ export class ReplayCache {
   private readonly entries = new Map<string, Entry>();
   private bytes = 0;
 
-  constructor(private readonly limits: ReplayCacheLimits) {}
+  /** `false`: a cache that keeps nothing (the `replayCache: false` option). */
+  constructor(private readonly limits: ReplayCacheLimits | false) {}
 
   static scopeKey(userId: string, endpoint: string, key: string): string {
     return `${userId}\u0000${endpoint}\u0000${key}`;
   }
 
   get(scopeKey: string, requestHash: string): Entry | undefined {
+    if (!this.limits) return undefined;
     const entry = this.entries.get(scopeKey);
     if (!entry) return undefined;
     if (entry.deadline <= Date.now()) {
@@ -51,16 +53,18 @@ export class ReplayCache {
     value: { requestHash: string; recordId: string; expiresAt: Date; response: StoredResponse },
     secondsLeft: number,
   ): void {
+    if (!this.limits) return;
+    const limits = this.limits;
     const bytes = (value.response.body?.length ?? 0) + 256;
-    if (value.response.body === null || bytes > this.limits.maxBytes) return;
-    const lifeMs = Math.min(secondsLeft, this.limits.ttlSeconds) * 1000 - 1000;
+    if (value.response.body === null || bytes > limits.maxBytes) return;
+    const lifeMs = Math.min(secondsLeft, limits.ttlSeconds) * 1000 - 1000;
     if (lifeMs <= 0) return;
     const old = this.entries.get(scopeKey);
     if (old) this.delete(scopeKey, old);
     this.entries.set(scopeKey, { ...value, deadline: Date.now() + lifeMs, bytes });
     this.bytes += bytes;
     for (const [k, e] of this.entries) {
-      if (this.entries.size <= this.limits.maxEntries && this.bytes <= this.limits.maxBytes) break;
+      if (this.entries.size <= limits.maxEntries && this.bytes <= limits.maxBytes) break;
       this.delete(k, e);
     }
   }

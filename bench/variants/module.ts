@@ -15,7 +15,14 @@ await dataSource.initialize();
 const pool = (dataSource.driver as unknown as { master: pg.Pool }).master;
 
 @Module({
-  imports: [IdempotencyModule.forRoot({ dataSource })],
+  imports: [
+    IdempotencyModule.forRoot({
+      dataSource,
+      // Defaults unless a run asks otherwise, to measure what each costs.
+      ...(process.env.BENCH_REPLAY_AUDIT === 'off' && { replayAudit: 'off' as const }),
+      ...(process.env.BENCH_REPLAY_CACHE === 'off' && { replayCache: false as const }),
+    }),
+  ],
   controllers: [
     benchController(
       (req, amount) => insertPayment(pool, req, amount, 'module'),

@@ -60,6 +60,8 @@ export interface CleanupResult {
   /** Records deleted, live and archived. */
   deleted: number;
   batches: number;
+  /** Duration of the slowest single DELETE, in milliseconds. */
+  longestBatchMs: number;
 }
 
 /**

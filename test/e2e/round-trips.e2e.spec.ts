@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send } from '../fixtures/http-client.js';
 import { startFixtureApp, type FixtureApp } from '../fixtures/payments.fixture.js';
-import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../../lib/index.js';
+import { IDEMPOTENCY_RESOLVED_OPTIONS, IdempotencyInterceptor } from '../../lib/index.js';
 
 /**
  * The round-trip budget: every statement the app sends goes through the pool of its DataSource,
@@ -106,6 +106,18 @@ describe('round-trip budget', () => {
     sent.length = 0;
     expect((await send(f.url, '/slow', { key, body: { ms: 1 } })).status).toBe(409);
     expect(sent).toHaveLength(1);
+  });
+
+  it('an undecorated route never even enters the interceptor', async () => {
+    const intercept = jest.spyOn(IdempotencyInterceptor.prototype, 'intercept');
+    try {
+      await send(f.url, '/plain', { key: randomUUID() });
+      expect(intercept).not.toHaveBeenCalled();
+      await send(f.url, '/charges', { body: { amount: 1 } });
+      expect(intercept).toHaveBeenCalledTimes(1);
+    } finally {
+      intercept.mockRestore();
+    }
   });
 
   it('a decorated route without a key, and an undecorated route, cost 0', async () => {
