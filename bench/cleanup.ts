@@ -6,7 +6,7 @@
  * DELETE, and the claim p99 during cleanup against the idle p99.
  */
 import { DataSource } from 'typeorm';
-import { PostgresIdempotencyStore } from '../lib/index.js';
+import { IDEMPOTENCY_DEFAULTS, PostgresIdempotencyStore } from '../lib/index.js';
 import { readConfig } from './config.js';
 import { BenchDatabase } from './database.js';
 import { prepareLoad } from './scenarios.js';
@@ -15,7 +15,7 @@ import { startVariant } from './servers.js';
 const config = readConfig([]);
 const EXPIRED = Number(process.env.BENCH_CLEANUP_EXPIRED ?? 1_000_000);
 const LIVE = Number(process.env.BENCH_CLEANUP_LIVE ?? 100_000);
-const BATCH = Number(process.env.BENCH_CLEANUP_BATCH ?? 5_000);
+const BATCH = Number(process.env.BENCH_CLEANUP_BATCH ?? IDEMPOTENCY_DEFAULTS.cleanup.batchSize);
 
 const db = await BenchDatabase.create(config.adminUrl);
 const dataSource = new DataSource({ type: 'postgres', url: db.url });

@@ -39,7 +39,7 @@ export const IDEMPOTENCY_DEFAULTS = {
   cleanup: {
     enabled: true,
     cron: '0 */10 * * * *',
-    batchSize: 5_000,
+    batchSize: 1_000,
     retentionSeconds: 0,
   },
 };

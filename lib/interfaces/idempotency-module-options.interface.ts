@@ -20,7 +20,7 @@ export interface IdempotencyCleanupOptions {
   cron?: string;
   /**
    * Rows deleted per statement; each batch is its own short transaction.
-   * @default 5000
+   * @default 1000 (smaller batches keep claim latency flat while a large backlog is deleted)
    */
   batchSize?: number;
   /**
