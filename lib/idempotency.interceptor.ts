@@ -14,7 +14,11 @@ import {
   REPLAYED_HEADER,
 } from './idempotency.constants.js';
 import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
-import { IdempotencyProblemException, PROBLEM_CONTENT_TYPE } from './idempotency.problems.js';
+import {
+  IdempotencyProblemException,
+  PROBLEM_CONTENT_TYPE,
+  type ProblemOptions,
+} from './idempotency.problems.js';
 import { InvalidIdempotencyKeyError, parseIdempotencyKey } from './idempotency-key.parser.js';
 import { IdempotentExecution } from './idempotent.execution.js';
 import { IdempotentRouteResolver, type IdempotentRoute } from './idempotent-route.resolver.js';
@@ -71,16 +75,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
       key = parseIdempotencyKey(rawHeaders(req), this.options.headerName);
     } catch (err) {
       if (!(err instanceof InvalidIdempotencyKeyError)) throw err;
-      throw this.problem(res, 400, ProblemCode.KeyInvalid, err.message);
+      throw this.problem(res, 400, ProblemCode.KeyInvalid, { detail: err.message });
     }
     if (key === undefined) {
       if (!route.required) return next.handle();
-      throw this.problem(
-        res,
-        400,
-        ProblemCode.KeyMissing,
-        `This endpoint requires an ${this.options.headerName} header`,
-      );
+      throw this.problem(res, 400, ProblemCode.KeyMissing);
     }
     const claimedKey = key;
     return defer(() => from(this.claimAndRoute(route, req, res, claimedKey, next))).pipe(
@@ -104,12 +103,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const selected = this.options.fingerprint(req);
     if (selected === undefined && hasBody(req)) {
       // A body nothing parsed cannot be compared: reusing the key with another body would replay.
-      throw this.problem(
-        res,
-        415,
-        ProblemCode.BodyUnreadable,
-        'The request body could not be read for the idempotency fingerprint; send JSON or form data, or configure the fingerprint option',
-      );
+      throw this.problem(res, 415, ProblemCode.BodyUnreadable);
     }
     const requestHash = fingerprintRequest(req.method, requestPath(req), selected);
     const cacheKey = ReplayCache.scopeKey(scope.userId, scope.endpoint, key);
@@ -130,30 +124,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
       this.logger.error(
         `Idempotency store unavailable; refusing ${scope.endpoint}: ${(err as Error).message}`,
       );
-      throw this.problem(
-        res,
-        503,
-        ProblemCode.StoreUnavailable,
-        'The request was not processed because its idempotency key could not be checked; retry later with the same key',
-        { 'Retry-After': String(this.options.retryAfterSeconds) },
-      );
+      throw this.problem(res, 503, ProblemCode.StoreUnavailable, this.retryAfter);
     }
     switch (outcome.type) {
       case 'in_progress':
-        throw this.problem(
-          res,
-          409,
-          ProblemCode.InProgress,
-          'A request with this idempotency key is still being processed; retry after the delay in Retry-After',
-          { 'Retry-After': String(this.options.retryAfterSeconds) },
-        );
+        throw this.problem(res, 409, ProblemCode.InProgress, this.retryAfter);
       case 'mismatch':
-        throw this.problem(
-          res,
-          this.options.mismatchStatus,
-          ProblemCode.Mismatch,
-          'This idempotency key was already used with a different request; use a new key for a new operation',
-        );
+        throw this.problem(res, this.options.mismatchStatus, ProblemCode.Mismatch);
       case 'completed':
         this.audit.record(outcome.recordId, outcome.expiresAt);
         this.cache.set(cacheKey, { ...outcome, requestHash }, outcome.secondsLeft);
@@ -187,14 +164,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
     stored: StoredResponse,
   ): Observable<unknown> {
     if (stored.body === null) {
-      throw this.problem(
-        res,
-        409,
-        ProblemCode.NotReplayable,
-        'The operation for this key already ran, but its response was too large to store',
-        {},
-        { original_status: stored.statusCode },
-      );
+      throw this.problem(res, 409, ProblemCode.NotReplayable, {
+        extensions: { original_status: stored.statusCode },
+      });
     }
     if (route.ownsResponse) {
       hijack(res);
@@ -205,16 +177,20 @@ export class IdempotencyInterceptor implements NestInterceptor {
     return of(undefined);
   }
 
+  private get retryAfter(): ProblemOptions {
+    return { headers: { 'Retry-After': String(this.options.retryAfterSeconds) } };
+  }
+
   private problem(
     res: PlatformResponse,
     status: number,
     code: ProblemCode,
-    detail: string,
-    headers: Record<string, string> = {},
-    extensions: Record<string, unknown> = {},
+    options: ProblemOptions = {},
   ): IdempotencyProblemException {
     setResponseHeader(res, 'Content-Type', PROBLEM_CONTENT_TYPE);
-    for (const [name, value] of Object.entries(headers)) setResponseHeader(res, name, value);
-    return new IdempotencyProblemException(status, code, detail, headers, extensions);
+    for (const [name, value] of Object.entries(options.headers ?? {})) {
+      setResponseHeader(res, name, value);
+    }
+    return new IdempotencyProblemException(status, code, options);
   }
 }

@@ -13,6 +13,28 @@ const TITLES: Record<ProblemCode, string> = {
   [ProblemCode.BodyUnreadable]: 'Request body cannot be fingerprinted',
 };
 
+/** The default `detail` of each problem; a call may give a more specific one. */
+const DETAILS: Record<ProblemCode, string> = {
+  [ProblemCode.KeyMissing]: 'This endpoint requires an Idempotency-Key header',
+  [ProblemCode.KeyInvalid]: 'The Idempotency-Key header is not valid',
+  [ProblemCode.InProgress]:
+    'A request with this idempotency key is still being processed; retry after the delay in Retry-After',
+  [ProblemCode.Mismatch]:
+    'This idempotency key was already used with a different request; use a new key for a new operation',
+  [ProblemCode.NotReplayable]:
+    'The operation for this key already ran, but its response was too large to store',
+  [ProblemCode.StoreUnavailable]:
+    'The request was not processed because its idempotency key could not be checked; retry later with the same key',
+  [ProblemCode.BodyUnreadable]:
+    'The request body could not be read for the idempotency fingerprint; send JSON or form data, or configure the fingerprint option',
+};
+
+export interface ProblemOptions {
+  detail?: string;
+  headers?: Record<string, string>;
+  extensions?: Record<string, unknown>;
+}
+
 /** RFC 9457 problem details body; `code` is the stable, machine-readable part. */
 export interface IdempotencyProblem {
   type: string;
@@ -28,21 +50,22 @@ export interface IdempotencyProblem {
  * the interceptor has already set `Content-Type: application/problem+json` (and `Retry-After`).
  */
 export class IdempotencyProblemException extends HttpException {
+  readonly headers: Record<string, string>;
+
   constructor(
     status: number,
     readonly code: ProblemCode,
-    detail: string,
-    readonly headers: Record<string, string> = {},
-    extensions: Record<string, unknown> = {},
+    options: ProblemOptions = {},
   ) {
     const body: IdempotencyProblem = {
       type: `urn:nestjs-pg-idempotency:problem:${code}`,
       title: TITLES[code],
       status,
-      detail,
+      detail: options.detail ?? DETAILS[code],
       code,
-      ...extensions,
+      ...options.extensions,
     };
     super(body, status);
+    this.headers = options.headers ?? {};
   }
 }

@@ -112,11 +112,10 @@ export class IdempotentExecution {
     this.logger.error?.(`Rolled back ${this.describe()}: ${err.message}`);
     await this.endTransaction(false);
     await this.release('its transaction rolled back');
-    const problem = new IdempotencyProblemException(
-      503,
-      ProblemCode.StoreUnavailable,
-      'The operation was rolled back because its outcome could not be recorded; retry with the same key',
-    );
+    const problem = new IdempotencyProblemException(503, ProblemCode.StoreUnavailable, {
+      detail:
+        'The operation was rolled back because its outcome could not be recorded; retry with the same key',
+    });
     return {
       statusCode: 503,
       headers: {
