@@ -15,6 +15,7 @@ import type {
 } from './interfaces/idempotency-store.interface.js';
 import { holdResponse, type WireResponse } from './response-capture.js';
 import { LeaseHeartbeat } from './lease-heartbeat.js';
+import { lazyTransaction } from './lazy-transaction.js';
 
 /** One handler run under a claimed key: keeps the lease alive, then stores or releases. */
 export class IdempotentExecution {
@@ -39,16 +40,8 @@ export class IdempotentExecution {
 
   async run(req: object, res: ServerResponse, next: CallHandler): Promise<Observable<unknown>> {
     if (this.route.transactional) {
-      try {
-        this.transaction = this.options.dataSource.createQueryRunner();
-        await this.transaction.connect();
-        await this.transaction.startTransaction();
-        this.context.manager = this.transaction.manager;
-      } catch (err) {
-        await this.endTransaction(false);
-        await this.release('no transaction could be opened');
-        throw err;
-      }
+      this.transaction = lazyTransaction(this.options.dataSource);
+      this.context.manager = this.transaction.manager;
     }
     attachIdempotencyContext(req, this.context);
     this.heartbeat.start();
@@ -73,6 +66,8 @@ export class IdempotentExecution {
     }
     const storable = wire.body.length <= this.options.maxResponseBytes;
     const parsed = storable ? parseJson(wire) : undefined;
+    // Captured now: a failed COMMIT has already dropped the transaction when the catch runs.
+    const transaction = this.activeTransaction();
     try {
       const stored = await this.store.complete(
         this.lease,
@@ -84,22 +79,21 @@ export class IdempotentExecution {
           transactionId: this.transactionId(req, parsed, wire),
           ttlSeconds: this.route.ttlSeconds,
         },
-        this.transaction?.manager,
+        transaction?.manager,
       );
       if (!stored) {
         this.logger.error?.(
           `Lost the claim of ${this.describe()} before completion; its response was not stored`,
         );
       }
-      if (this.transaction) {
-        if (!stored) throw new Error('lease lost');
-        await this.endTransaction(true);
-      }
+      if (transaction && !stored) throw new Error('lease lost');
+      await this.endTransaction(transaction !== undefined);
       if (stored && storable) {
         this.onStored({ statusCode: wire.statusCode, headers: wire.headers, body: wire.body });
       }
     } catch (err) {
-      if (this.transaction) return this.abandon(err as Error);
+      if (transaction) return this.abandon(err as Error);
+      await this.endTransaction(false);
       // The claim stays in progress: deleting it would let a retry run the operation again.
       this.logger.error?.(
         `Could not store the response of ${this.describe()}; the key stays in progress until its lease ends: ${(err as Error).message}`,
@@ -144,14 +138,20 @@ export class IdempotentExecution {
     }
   }
 
+  /** The handler's transaction, if it began one (it starts on the handler's first query). */
+  private activeTransaction(): QueryRunner | undefined {
+    return this.transaction?.isTransactionActive ? this.transaction : undefined;
+  }
+
   /** A failed commit throws; a failed rollback does not (a dead connection rolls back anyway). */
   private async endTransaction(commit: boolean): Promise<void> {
     const tx = this.transaction;
     if (!tx) return;
     this.transaction = undefined;
     try {
+      if (!tx.isTransactionActive) return;
       if (commit) await tx.commitTransaction();
-      else if (tx.isTransactionActive) await tx.rollbackTransaction().catch(() => undefined);
+      else await tx.rollbackTransaction().catch(() => undefined);
     } finally {
       await tx.release().catch(() => undefined);
     }

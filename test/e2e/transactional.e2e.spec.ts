@@ -19,6 +19,7 @@ interface ChargeBody {
   ref: string;
   /** What happens after the ledger insert, before the handler returns. */
   then?: 'succeed' | 'throw' | 'decline' | 'kill-connection' | 'lose-lease';
+  callOutMs?: number;
 }
 
 function ledgerController(dataSource: DataSource) {
@@ -28,6 +29,8 @@ function ledgerController(dataSource: DataSource) {
     @Idempotent({ transactional: true, transactionId: (body) => (body as { id?: string })?.id })
     async charge(@Body() body: ChargeBody, @IdempotencyCtx() idem: IdempotencyContext) {
       const manager = idem.manager!;
+      // A call out before the first write: the transaction has not started, so no connection is held.
+      if (body.callOutMs) await new Promise((r) => setTimeout(r, body.callOutMs));
       const [{ id }] = await manager.query(
         `INSERT INTO ledger (ref, status) VALUES ($1, $2) RETURNING id::text`,
         [body.ref, body.then === 'decline' ? 'declined' : 'succeeded'],
@@ -108,6 +111,20 @@ describe.each<Platform>(['express', 'fastify'])('transactional mode on %s', (pla
       status: 'completed',
       transaction_id: first.json().id,
     });
+  });
+
+  it('holds no connection while the handler calls out before its first write', async () => {
+    const key = randomUUID();
+    const ref = randomUUID();
+    const pending = send(url, '/ledger', { key, body: { ref, callOutMs: 400 } });
+    await new Promise((r) => setTimeout(r, 200));
+    const open = await db.dataSource.query(
+      `SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND state LIKE 'idle in transaction%'`,
+    );
+    expect(open).toEqual([{ n: 0 }]);
+    expect((await pending).status).toBe(201);
+    expect(await ledger(ref)).toEqual(['succeeded']);
   });
 
   it('rolls the writes back when the handler throws, and a retry starts clean', async () => {

@@ -1,0 +1,34 @@
+import type { DataSource, QueryRunner } from 'typeorm';
+
+/**
+ * A QueryRunner whose connection and transaction start on its first use, so a transactional
+ * handler that first calls out (a card processor, say) holds no pool connection meanwhile, and
+ * `now()` in its rows is the time of its first write. A transaction the handler (or TypeORM's
+ * `save()`) starts itself nests inside it as a savepoint.
+ */
+export function lazyTransaction(dataSource: DataSource): QueryRunner {
+  const runner = dataSource.createQueryRunner();
+  const query = runner.query.bind(runner);
+  const start = runner.startTransaction.bind(runner);
+  let begun: Promise<void> | undefined;
+  let beginning = false;
+  const begin = () =>
+    (begun ??= (async () => {
+      beginning = true;
+      try {
+        await start();
+      } finally {
+        beginning = false;
+      }
+    })());
+  runner.query = (async (...args: Parameters<QueryRunner['query']>) => {
+    // START TRANSACTION itself goes through query(): let that one through.
+    if (!beginning) await begin();
+    return query(...args);
+  }) as QueryRunner['query'];
+  runner.startTransaction = async (...args: Parameters<QueryRunner['startTransaction']>) => {
+    await begin();
+    return start(...args);
+  };
+  return runner;
+}
