@@ -3,24 +3,9 @@
 -- Safe to run more than once.
 
 CREATE TABLE IF NOT EXISTS idempotency_keys_archive (
-  id               uuid         PRIMARY KEY,
-  idempotency_key  varchar(255) NOT NULL,
-  endpoint         varchar(255) NOT NULL,
-  user_id          text         NOT NULL,
-  request_hash     char(64)     NOT NULL,
-  status           varchar(20)  NOT NULL,
-  status_code      smallint,
-  response_headers jsonb,
-  response_body    jsonb,
-  response_raw     bytea,
-  transaction_id   varchar(255),
-  replay_count     integer      NOT NULL DEFAULT 0,
-  last_replayed_at timestamptz,
-  created_at       timestamptz  NOT NULL,
-  completed_at     timestamptz,
-  expires_at       timestamptz  NOT NULL,
-  locked_until     timestamptz,
-  archived_at      timestamptz  NOT NULL DEFAULT now()
+  LIKE idempotency_keys,
+  archived_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (id)
 );
 
 CREATE INDEX IF NOT EXISTS idx_idempotency_keys_archive_expires_at ON idempotency_keys_archive (expires_at);

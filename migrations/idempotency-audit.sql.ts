@@ -17,25 +17,11 @@ export function idempotencyAuditUp(tableName = 'idempotency_keys'): string[] {
   const listColumns = `id, idempotency_key, endpoint, user_id, status, status_code, transaction_id,
        replay_count, last_replayed_at, created_at, completed_at, expires_at, locked_until`;
   return [
+    // The same columns as the records table, by construction (no defaults, no scope constraint).
     `CREATE TABLE IF NOT EXISTS ${name('_archive')} (
-  id               uuid         PRIMARY KEY,
-  idempotency_key  varchar(255) NOT NULL,
-  endpoint         varchar(255) NOT NULL,
-  user_id          text         NOT NULL,
-  request_hash     char(64)     NOT NULL,
-  status           varchar(20)  NOT NULL,
-  status_code      smallint,
-  response_headers jsonb,
-  response_body    jsonb,
-  response_raw     bytea,
-  transaction_id   varchar(255),
-  replay_count     integer      NOT NULL DEFAULT 0,
-  last_replayed_at timestamptz,
-  created_at       timestamptz  NOT NULL,
-  completed_at     timestamptz,
-  expires_at       timestamptz  NOT NULL,
-  locked_until     timestamptz,
-  archived_at      timestamptz  NOT NULL DEFAULT now()
+  LIKE ${t},
+  archived_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (id)
 )`,
     `CREATE INDEX IF NOT EXISTS idx_${n}_archive_expires_at ON ${name('_archive')} (expires_at)`,
     `CREATE INDEX IF NOT EXISTS idx_${n}_archive_transaction_id ON ${name('_archive')} (transaction_id) WHERE transaction_id IS NOT NULL`,

@@ -7,6 +7,7 @@ import { Body, Controller, Post, Req, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import pg from 'pg';
+import { DataSource } from 'typeorm';
 
 export const KEY_HEADER = 'idempotency-key';
 export const SLOW_MS = 50;
@@ -114,4 +115,18 @@ export async function serve(module: Type, hooks: CloseHooks = {}): Promise<void>
   process.once('SIGTERM', close);
   process.once('disconnect', close);
   process.send?.({ type: 'ready', port });
+}
+
+/**
+ * The library variants' DataSource, initialized, and the pg pool inside it: the handler writes
+ * through the same pool the library uses, as the other variants do through theirs.
+ */
+export async function libraryDataSource(): Promise<{ dataSource: DataSource; pool: pg.Pool }> {
+  const dataSource = new DataSource({
+    type: 'postgres',
+    url: env('DATABASE_URL'),
+    extra: { max: poolSize() },
+  });
+  await dataSource.initialize();
+  return { dataSource, pool: (dataSource.driver as unknown as { master: pg.Pool }).master };
 }

@@ -4,8 +4,6 @@
  * whether it did, so a library without the option is detected at run time and skipped.
  */
 import { Module } from '@nestjs/common';
-import type pg from 'pg';
-import { DataSource } from 'typeorm';
 import {
   getIdempotencyContext,
   Idempotent,
@@ -15,22 +13,15 @@ import {
 import {
   type BenchRequest,
   benchController,
-  env,
   insertPayment,
-  poolSize,
+  libraryDataSource,
   type Queryable,
   serve,
 } from './common.js';
 
 const TRANSACTIONAL = { transactional: true } as unknown as IdempotentOptions;
 
-const dataSource = new DataSource({
-  type: 'postgres',
-  url: env('DATABASE_URL'),
-  extra: { max: poolSize() },
-});
-await dataSource.initialize();
-const pool = (dataSource.driver as unknown as { master: pg.Pool }).master;
+const { dataSource, pool } = await libraryDataSource();
 
 /** The transaction handle on the request's idempotency context, under whichever name it has. */
 function transactionOf(req: BenchRequest): Queryable | undefined {
