@@ -4,6 +4,18 @@ import type { IdempotencyScope } from './interfaces/idempotency-store.interface.
 
 const CONTEXT = Symbol('nestjs-pg-idempotency:context');
 
+/** `transaction_id varchar(255)`. */
+export const MAX_TRANSACTION_ID = 255;
+
+/** The id as stored, or null when `transaction_id` cannot hold it. */
+export function checkTransactionId(id: unknown): string | null {
+  if (typeof id !== 'string' && typeof id !== 'number' && typeof id !== 'bigint') return null;
+  const text = String(id);
+  return text.length > 0 && text.length <= MAX_TRANSACTION_ID && !text.includes('\u0000')
+    ? text
+    : null;
+}
+
 /** What a handler running under a claimed key can see and set. */
 export class IdempotencyContext {
   private txId: string | null = null;
@@ -16,9 +28,19 @@ export class IdempotencyContext {
 
   constructor(readonly scope: IdempotencyScope) {}
 
-  /** Links the record to the transaction this operation produced (e.g. the charge id). */
+  /**
+   * Links the record to the transaction this operation produced (e.g. the charge id).
+   * Throws a TypeError for an id the record cannot hold (empty, over 255 characters, NUL), so the
+   * mistake surfaces in the handler instead of losing the record of an operation that ran.
+   */
   setTransactionId(id: string | number): void {
-    this.txId = String(id);
+    const checked = checkTransactionId(id);
+    if (checked === null) {
+      throw new TypeError(
+        `nestjs-pg-idempotency: invalid transaction id ${JSON.stringify(String(id).slice(0, 40))}: 1 to ${MAX_TRANSACTION_ID} characters, no NUL`,
+      );
+    }
+    this.txId = checked;
   }
 
   get transactionId(): string | null {

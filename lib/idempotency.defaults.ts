@@ -1,4 +1,3 @@
-import { HttpException } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { quoteTable } from './idempotency.sql.js';
 import type { ReplayCacheLimits } from './replay-cache.js';
@@ -22,6 +21,9 @@ export const IDEMPOTENCY_DEFAULTS = {
     'location',
     'link',
     'etag',
+    'content-encoding',
+    'cache-control',
+    'vary',
   ],
   maxResponseBytes: 1_048_576,
   mismatchStatus: 409 as 409 | 422,
@@ -31,11 +33,9 @@ export const IDEMPOTENCY_DEFAULTS = {
   replayCache: { maxEntries: 10_000, maxBytes: 32 * 1024 * 1024, ttlSeconds: 60 },
   getUserId: (req: IdempotencyRequest) => req.user?.id,
   fingerprint: (req: IdempotencyRequest) => req.body,
-  storeIf: ((status, error) =>
-    status < 500 &&
-    status !== 400 &&
-    status !== 422 &&
-    (error === undefined || error instanceof HttpException)) as StoreIfFn,
+  // The status the client receives decides: an unknown error an app's filter turns into 402 is
+  // a business outcome; one that reaches the client as 500 is not.
+  storeIf: ((status) => status < 500 && status !== 400 && status !== 422) as StoreIfFn,
   cleanup: {
     enabled: true,
     cron: '0 */10 * * * *',

@@ -6,7 +6,7 @@ import {
   Logger,
   type NestInterceptor,
 } from '@nestjs/common';
-import { defer, from, mergeMap, type Observable, of } from 'rxjs';
+import { Observable, of, type Subscription } from 'rxjs';
 import {
   IDEMPOTENCY_RESOLVED_OPTIONS,
   IDEMPOTENCY_STORE,
@@ -14,11 +14,8 @@ import {
   REPLAYED_HEADER,
 } from './idempotency.constants.js';
 import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
-import {
-  IdempotencyProblemException,
-  PROBLEM_CONTENT_TYPE,
-  type ProblemOptions,
-} from './idempotency.problems.js';
+import { IdempotencyProblemException, type ProblemOptions } from './idempotency.problems.js';
+import { setProblemHeadersOnRender } from './problem-headers.js';
 import { InvalidIdempotencyKeyError, parseIdempotencyKey } from './idempotency-key.parser.js';
 import { IdempotentExecution } from './idempotent.execution.js';
 import { IdempotentRouteResolver, type IdempotentRoute } from './idempotent-route.resolver.js';
@@ -30,7 +27,6 @@ import {
   rawResponse,
   requestPath,
   routeEndpoint,
-  setResponseHeader,
 } from './http-adapter.utils.js';
 import type { IdempotencyRequest } from './interfaces/idempotency-module-options.interface.js';
 import type { IdempotencyStore, StoredResponse } from './interfaces/idempotency-store.interface.js';
@@ -82,9 +78,22 @@ export class IdempotencyInterceptor implements NestInterceptor {
       throw this.problem(res, 400, ProblemCode.KeyMissing);
     }
     const claimedKey = key;
-    return defer(() => from(this.claimAndRoute(route, req, res, claimedKey, next))).pipe(
-      mergeMap((result) => result),
-    );
+    return new Observable((subscriber) => {
+      let closed = false;
+      let inner: Subscription | undefined;
+      this.claimAndRoute(route, req, res, claimedKey, next).then(
+        (routed) => {
+          // The caller gave up while the claim was in flight (a timeout): never leave it claimed.
+          if (closed) return void routed.cancel?.();
+          inner = routed.result.subscribe(subscriber);
+        },
+        (err: unknown) => subscriber.error(err),
+      );
+      return () => {
+        closed = true;
+        inner?.unsubscribe();
+      };
+    });
   }
 
   private async claimAndRoute(
@@ -93,7 +102,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     res: PlatformResponse,
     key: string,
     next: CallHandler,
-  ): Promise<Observable<unknown>> {
+  ): Promise<{ result: Observable<unknown>; cancel?: () => Promise<void> }> {
     const userId = this.options.getUserId(req);
     const scope = {
       key,
@@ -110,7 +119,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const cached = this.cache.get(cacheKey, requestHash);
     if (cached) {
       this.audit.record(cached.recordId, cached.expiresAt);
-      return this.replay(route, res, cached.response);
+      return { result: this.replay(route, res, cached.response) };
     }
     let outcome;
     try {
@@ -134,27 +143,27 @@ export class IdempotencyInterceptor implements NestInterceptor {
       case 'completed':
         this.audit.record(outcome.recordId, outcome.expiresAt);
         this.cache.set(cacheKey, { ...outcome, requestHash }, outcome.secondsLeft);
-        return this.replay(route, res, outcome.response);
-      case 'claimed':
-        return new IdempotentExecution(
+        return { result: this.replay(route, res, outcome.response) };
+      case 'claimed': {
+        const execution = new IdempotentExecution(
           this.options,
           this.store,
           this.logger,
           route,
           scope,
           outcome.lease,
-          (response) =>
+          (response, record) =>
             this.cache.set(
               cacheKey,
-              {
-                requestHash,
-                recordId: outcome.lease.id,
-                expiresAt: new Date(Date.now() + route.ttlSeconds * 1000),
-                response,
-              },
-              route.ttlSeconds,
+              { requestHash, recordId: outcome.lease.id, expiresAt: record.expiresAt, response },
+              record.secondsLeft,
             ),
-        ).run(req, rawResponse(res), next);
+        );
+        return {
+          result: execution.run(req, rawResponse(res), next),
+          cancel: () => execution.cancel(),
+        };
+      }
     }
   }
 
@@ -187,10 +196,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
     code: ProblemCode,
     options: ProblemOptions = {},
   ): IdempotencyProblemException {
-    setResponseHeader(res, 'Content-Type', PROBLEM_CONTENT_TYPE);
-    for (const [name, value] of Object.entries(options.headers ?? {})) {
-      setResponseHeader(res, name, value);
-    }
-    return new IdempotencyProblemException(status, code, options);
+    const problem = new IdempotencyProblemException(status, code, options);
+    setProblemHeadersOnRender(rawResponse(res), problem);
+    return problem;
   }
 }

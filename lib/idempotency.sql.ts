@@ -15,7 +15,8 @@ export function quoteTable(tableName: string): string {
 
 /**
  * Every statement the store sends, built once per table. Values are always bind parameters;
- * only the validated table identifier is spliced in. Time comes from the database (`now()`),
+ * only the validated table identifier is spliced in. Time comes from the database (`now()`, and
+ * `clock_timestamp()` in statements that may run late inside a handler's transaction),
  * so every app instance agrees on leases and expiry.
  */
 export function buildStatements(tableName: string) {
@@ -62,12 +63,13 @@ ${existing} AND NOT EXISTS (SELECT 1 FROM ins)`,
     },
     /**
      * Atomic takeover of a stale row: only one of many concurrent callers matches. The old record
-     * moves to the archive first (audit), and the new operation gets a new id.
+     * moves to the archive first (audit), and the new operation gets a new id. A row locked by a
+     * live transactional handler is skipped: its transaction is proof of life.
      */
     takeover: {
       name: `idem_takeover_${suffix}`,
       text: `WITH old AS (
-  SELECT * FROM ${t} k WHERE k.id = $1 AND ${stale('k')} FOR UPDATE
+  SELECT * FROM ${t} k WHERE k.id = $1 AND ${stale('k')} FOR UPDATE SKIP LOCKED
 ), archived AS (
   INSERT INTO ${archive} (${recordColumns})
   SELECT ${recordColumns} FROM old
@@ -102,9 +104,19 @@ UPDATE ${t} k
       name: `idem_complete_${suffix}`,
       text: `UPDATE ${t}
    SET status = 'completed', status_code = $3, response_headers = $4, response_raw = $5,
-       response_body = $6::jsonb, transaction_id = $7, completed_at = now(), locked_until = NULL,
-       expires_at = now() + make_interval(secs => $8)
- WHERE id = $1 AND owner_token = $2 AND status = 'in_progress'`,
+       response_body = $6::jsonb, transaction_id = $7, completed_at = clock_timestamp(),
+       locked_until = NULL, expires_at = clock_timestamp() + make_interval(secs => $8)
+ WHERE id = $1 AND owner_token = $2 AND status = 'in_progress'
+RETURNING expires_at, extract(epoch FROM expires_at - clock_timestamp())::float8 AS seconds_left`,
+    },
+    /**
+     * First statement of a transactional handler's transaction under REPEATABLE READ or
+     * SERIALIZABLE: the row lock keeps the claim alive instead of lease renewals, whose updates
+     * would make the completion fail with a serialization error.
+     */
+    lockClaim: {
+      name: `idem_lock_${suffix}`,
+      text: `SELECT id FROM ${t} WHERE id = $1 AND owner_token = $2 AND status = 'in_progress' FOR UPDATE`,
     },
     release: {
       name: `idem_release_${suffix}`,
@@ -112,9 +124,10 @@ UPDATE ${t} k
     },
     renew: {
       name: `idem_renew_${suffix}`,
-      text: `UPDATE ${t} SET locked_until = now() + make_interval(secs => $3)
+      text: `UPDATE ${t} SET locked_until = clock_timestamp() + make_interval(secs => $3)
  WHERE id = $1 AND owner_token = $2 AND status = 'in_progress'`,
     },
+    isolation: `SELECT current_setting('transaction_isolation') AS isolation`,
     cleanupLock: `SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked`,
     cleanupUnlock: `SELECT pg_advisory_unlock(hashtextextended($1, 0))`,
     /** One bounded batch per table; rows past `expires_at` plus retention, never a running claim. */

@@ -1,6 +1,11 @@
 import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum.js';
-import { RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants.js';
-import type { ExecutionContext } from '@nestjs/common';
+import {
+  HTTP_CODE_METADATA,
+  METHOD_METADATA,
+  RESPONSE_PASSTHROUGH_METADATA,
+  ROUTE_ARGS_METADATA,
+} from '@nestjs/common/constants.js';
+import { type ExecutionContext, RequestMethod } from '@nestjs/common';
 import { IDEMPOTENT_METADATA } from './idempotency.constants.js';
 import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
 import type { IdempotentOptions } from './interfaces/idempotent-options.interface.js';
@@ -14,6 +19,8 @@ export interface IdempotentRoute {
   transactional: boolean;
   /** The handler writes the response itself (`@Res()` without passthrough). */
   ownsResponse: boolean;
+  /** What Nest answers when the handler returns (`@HttpCode()`, else 201 for POST, else 200). */
+  successStatus: number;
 }
 
 type Handler = (...args: unknown[]) => unknown;
@@ -52,6 +59,9 @@ export class IdempotentRouteResolver {
       transactionId: merged.transactionId,
       transactional: merged.transactional ?? false,
       ownsResponse: ownsResponse(cls, handler.name),
+      successStatus:
+        Reflect.getMetadata(HTTP_CODE_METADATA, handler) ??
+        (Reflect.getMetadata(METHOD_METADATA, handler) === RequestMethod.POST ? 201 : 200),
     };
   }
 }

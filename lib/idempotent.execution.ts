@@ -1,28 +1,47 @@
 import type { ServerResponse } from 'node:http';
-import type { CallHandler, LoggerService } from '@nestjs/common';
-import { catchError, type Observable, throwError } from 'rxjs';
+import { type CallHandler, HttpException, type LoggerService } from '@nestjs/common';
+import { defer, type Observable } from 'rxjs';
 import type { QueryRunner } from 'typeorm';
 import { ProblemCode } from './idempotency.constants.js';
 import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
-import { attachIdempotencyContext, IdempotencyContext } from './idempotency-context.js';
+import {
+  attachIdempotencyContext,
+  checkTransactionId,
+  IdempotencyContext,
+} from './idempotency-context.js';
 import { IdempotencyProblemException, PROBLEM_CONTENT_TYPE } from './idempotency.problems.js';
 import type { IdempotentRoute } from './idempotent-route.resolver.js';
 import type {
+  CompletedRecord,
+  Completion,
   IdempotencyScope,
   IdempotencyStore,
   Lease,
   StoredResponse,
 } from './interfaces/idempotency-store.interface.js';
+import { trackSettlement } from './handler-settlement.js';
+import { jsonCopy } from './json-copy.js';
 import { holdResponse, type WireResponse } from './response-capture.js';
 import { LeaseHeartbeat } from './lease-heartbeat.js';
 import { lazyTransaction } from './lazy-transaction.js';
 
-/** One handler run under a claimed key: keeps the lease alive, then stores or releases. */
+type Completing = Omit<Completion, 'ttlSeconds'>;
+
+/**
+ * One handler run under a claimed key. The claim lasts until the handler has settled AND the
+ * response has left: a response sent before the handler settled (a timeout interceptor's 408)
+ * is never stored as the outcome; the outcome is recorded when the handler settles.
+ */
 export class IdempotentExecution {
-  private error: unknown = undefined;
   private readonly heartbeat: LeaseHeartbeat;
   private readonly context: IdempotencyContext;
   private transaction?: QueryRunner;
+  private handlerError: unknown = undefined;
+  private settled = false;
+  /** A response left (or the caller gave up) before the handler settled. */
+  private early = false;
+  /** The claim was completed or released: nothing is left to record. */
+  private done = false;
 
   constructor(
     private readonly options: ResolvedIdempotencyOptions,
@@ -32,80 +51,151 @@ export class IdempotentExecution {
     private readonly scope: IdempotencyScope,
     private readonly lease: Lease,
     /** Called once the response is durably stored (committed, in transactional mode). */
-    private readonly onStored: (response: StoredResponse) => void = () => undefined,
+    private readonly onStored: (response: StoredResponse, record: CompletedRecord) => void,
   ) {
     this.context = new IdempotencyContext(scope);
     this.heartbeat = new LeaseHeartbeat(store, lease, options, logger, () => this.describe());
   }
 
-  async run(req: object, res: ServerResponse, next: CallHandler): Promise<Observable<unknown>> {
-    if (this.route.transactional) {
-      this.transaction = lazyTransaction(this.options.dataSource);
-      this.context.manager = this.transaction.manager;
-    }
-    attachIdempotencyContext(req, this.context);
-    this.heartbeat.start();
-    holdResponse(res, this.options.replayHeaders, {
-      onStream: () => void this.streamed(),
-      onEnd: (wire) => this.finish(req, wire),
+  /** Cold: the handler runs on subscription. Never subscribed? Call `cancel()`. */
+  run(req: object, res: ServerResponse, next: CallHandler): Observable<unknown> {
+    return defer(() => {
+      if (this.route.transactional) {
+        this.transaction = lazyTransaction(this.options.dataSource, async (runner) => {
+          if (await this.store.lockInTransaction(this.lease, runner.manager)) {
+            await this.heartbeat.halt();
+          }
+        });
+        this.context.manager = this.transaction.manager;
+      }
+      attachIdempotencyContext(req, this.context);
+      this.heartbeat.start();
+      holdResponse(res, this.options.replayHeaders, {
+        onStream: () => this.streamed(),
+        onEnd: (wire) => this.responded(req, wire),
+      });
+      return trackSettlement(next.handle(), {
+        settled: (error, errored) => this.handlerSettled(error, errored),
+        detached: () => {
+          if (this.done) return false;
+          this.early = true;
+          return true;
+        },
+      });
     });
-    return next.handle().pipe(
-      catchError((err) => {
-        this.error = err;
-        return throwError(() => err);
-      }),
+  }
+
+  /** The caller went away before the handler started: free the key at once. */
+  async cancel(): Promise<void> {
+    this.done = true;
+    await this.release('the request was abandoned before its handler ran');
+  }
+
+  private async responded(req: object, wire: WireResponse): Promise<WireResponse | void> {
+    // A handler that owns the response (`@Res()`) may send before it returns: that is its outcome.
+    if (this.early || (!this.settled && !this.route.ownsResponse)) {
+      this.early = true;
+      this.logger.warn?.(
+        `${this.describe()} answered ${wire.statusCode} before its handler finished; not stored, the key stays in progress until the handler settles`,
+      );
+      return;
+    }
+    this.settle();
+    if (!this.stores(wire.statusCode, this.handlerError)) return this.discard('not stored');
+    const storable = wire.body.length <= this.options.maxResponseBytes;
+    const json = storable ? jsonCopy(wire) : undefined;
+    const completing = {
+      statusCode: wire.statusCode,
+      headers: wire.headers,
+      body: storable ? wire.body : null,
+      bodyJson: json?.text ?? null,
+      transactionId: this.transactionId(req, json ? json.value : wire.body.toString('utf8')),
+    };
+    const record = await this.record(completing);
+    if (record === 'rolled-back') return this.rolledBack();
+    if (record && storable) this.onStored(completing as StoredResponse, record);
+  }
+
+  private handlerSettled(error: unknown, errored: boolean): void {
+    this.settled = true;
+    if (errored) this.handlerError = error;
+    if (!this.early || this.done) return;
+    // The client already got another answer: record that the operation ran, without a body.
+    const status = !errored
+      ? this.route.successStatus
+      : error instanceof HttpException
+        ? error.getStatus()
+        : 500;
+    this.settle();
+    if (!this.stores(status, this.handlerError)) {
+      void this.discard(`its handler failed (${status}) after an early response`);
+      return;
+    }
+    const completing = { statusCode: status, headers: {}, body: null, bodyJson: null };
+    void this.record({ ...completing, transactionId: this.context.transactionId }).then(
+      async (record) => {
+        if (record === 'rolled-back') await this.discard('its transaction rolled back');
+      },
     );
   }
 
-  private async finish(req: object, wire: WireResponse): Promise<WireResponse | void> {
-    this.heartbeat.stop();
-    if (!this.options.storeIf(wire.statusCode, this.error)) {
-      await this.endTransaction(false);
-      await this.release(`status ${wire.statusCode} is not stored`);
-      return;
-    }
-    const storable = wire.body.length <= this.options.maxResponseBytes;
-    const parsed = storable ? parseJson(wire) : undefined;
-    // Captured now: a failed COMMIT has already dropped the transaction when the catch runs.
-    const transaction = this.activeTransaction();
+  /** A streamed response cannot be stored: commit the handler's writes before its first byte. */
+  private async streamed(): Promise<WireResponse | void> {
+    this.settle();
     try {
-      const stored = await this.store.complete(
-        this.lease,
-        {
-          statusCode: wire.statusCode,
-          headers: wire.headers,
-          body: storable ? wire.body : null,
-          bodyJson: parsed?.text ?? null,
-          transactionId: this.transactionId(req, parsed, wire),
-          ttlSeconds: this.route.ttlSeconds,
-        },
-        transaction?.manager,
-      );
-      if (!stored) {
-        this.logger.error?.(
-          `Lost the claim of ${this.describe()} before completion; its response was not stored`,
-        );
-      }
-      if (transaction && !stored) throw new Error('lease lost');
-      await this.endTransaction(transaction !== undefined);
-      if (stored && storable) {
-        this.onStored({ statusCode: wire.statusCode, headers: wire.headers, body: wire.body });
-      }
+      await this.endTransaction(true);
     } catch (err) {
-      if (transaction) return this.abandon(err as Error);
-      await this.endTransaction(false);
-      // The claim stays in progress: deleting it would let a retry run the operation again.
-      this.logger.error?.(
-        `Could not store the response of ${this.describe()}; the key stays in progress until its lease ends: ${(err as Error).message}`,
-      );
+      return this.rolledBack(err as Error);
+    }
+    await this.release('the response is streamed and cannot be stored');
+  }
+
+  private settle(): void {
+    this.done = true;
+    this.heartbeat.stop();
+  }
+
+  private stores(status: number, error: unknown): boolean {
+    return status !== 304 && this.options.storeIf(status, error);
+  }
+
+  private async discard(reason: string): Promise<void> {
+    await this.endTransaction(false);
+    await this.release(reason);
+  }
+
+  /** Completes the record (committing the handler's writes with it, in transactional mode). */
+  private async record(c: Completing): Promise<CompletedRecord | null | 'rolled-back'> {
+    const completion = { ...c, ttlSeconds: this.route.ttlSeconds };
+    // Captured now: a failed COMMIT has already dropped the transaction when the catch runs.
+    const transaction = this.transaction?.isTransactionActive ? this.transaction : undefined;
+    try {
+      const record = await this.store.complete(this.lease, completion, transaction?.manager);
+      if (!record) this.logger.error?.(`Lost the claim of ${this.describe()} before completion`);
+      if (transaction && !record) throw new Error('lease lost');
+      await this.endTransaction(transaction !== undefined);
+      return record;
+    } catch (err) {
+      if (transaction) return 'rolled-back';
+      this.logger.error?.(`Could not store the response of ${this.describe()}: ${err}`);
+      // Whatever PostgreSQL refused, the bytes are what a retry needs: store them alone.
+      if (c.bodyJson === null && c.transactionId === null) return null;
+      return this.store
+        .complete(this.lease, { ...completion, bodyJson: null, transactionId: null })
+        .catch((again: Error) => {
+          // The claim stays in progress: deleting it would let a retry run the operation again.
+          this.logger.error?.(
+            `${this.describe()} stays in progress until its lease ends: ${again.message}`,
+          );
+          return null;
+        });
     }
   }
 
   /** Transactional mode, outcome not recorded: nothing was committed, so say so and free the key. */
-  private async abandon(err: Error): Promise<WireResponse> {
-    this.logger.error?.(`Rolled back ${this.describe()}: ${err.message}`);
-    await this.endTransaction(false);
-    await this.release('its transaction rolled back');
+  private async rolledBack(err?: Error): Promise<WireResponse> {
+    this.logger.error?.(`Rolled back ${this.describe()}${err ? `: ${err.message}` : ''}`);
+    await this.discard('its transaction rolled back');
     const problem = new IdempotencyProblemException(503, ProblemCode.StoreUnavailable, {
       detail:
         'The operation was rolled back because its outcome could not be recorded; retry with the same key',
@@ -120,27 +210,21 @@ export class IdempotentExecution {
     };
   }
 
-  /** A streamed response cannot be held or stored: release the key (committing any writes). */
-  private async streamed(): Promise<void> {
-    this.heartbeat.stop();
-    await this.endTransaction(true);
-    await this.release('the response is streamed and cannot be stored');
-  }
-
-  private transactionId(req: object, parsed: { value: unknown } | undefined, wire: WireResponse) {
+  private transactionId(req: object, body: unknown): string | null {
     if (this.context.transactionId !== null) return this.context.transactionId;
     if (!this.route.transactionId) return null;
+    let derived: unknown;
     try {
-      const id = this.route.transactionId(parsed ? parsed.value : wire.body.toString('utf8'), req);
-      return id === undefined || id === null ? null : String(id);
+      derived = this.route.transactionId(body, req);
     } catch {
       return null;
     }
-  }
-
-  /** The handler's transaction, if it began one (it starts on the handler's first query). */
-  private activeTransaction(): QueryRunner | undefined {
-    return this.transaction?.isTransactionActive ? this.transaction : undefined;
+    if (derived === undefined || derived === null) return null;
+    const id = checkTransactionId(derived);
+    if (id === null) {
+      this.logger.error?.(`${this.describe()}: transactionId() gave an unusable id; stored none`);
+    }
+    return id;
   }
 
   /** A failed commit throws; a failed rollback does not (a dead connection rolls back anyway). */
@@ -169,17 +253,5 @@ export class IdempotentExecution {
 
   private describe(): string {
     return `key ${JSON.stringify(this.scope.key)} on ${this.scope.endpoint}`;
-  }
-}
-
-/** JSON bodies are also kept as `jsonb` for queries; NUL cannot go into jsonb, so skip those. */
-function parseJson(wire: WireResponse): { text: string; value: unknown } | undefined {
-  if (!(wire.headers['content-type'] ?? '').includes('json')) return undefined;
-  const text = wire.body.toString('utf8');
-  if (text.includes('\\u0000')) return undefined;
-  try {
-    return { text, value: JSON.parse(text) };
-  } catch {
-    return undefined;
   }
 }

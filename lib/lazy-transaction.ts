@@ -4,9 +4,13 @@ import type { DataSource, QueryRunner } from 'typeorm';
  * A QueryRunner whose connection and transaction start on its first use, so a transactional
  * handler that first calls out (a card processor, say) holds no pool connection meanwhile, and
  * `now()` in its rows is the time of its first write. A transaction the handler (or TypeORM's
- * `save()`) starts itself nests inside it as a savepoint.
+ * `save()`) starts itself nests inside it as a savepoint. `onBegin` runs right after BEGIN,
+ * before the handler's first statement.
  */
-export function lazyTransaction(dataSource: DataSource): QueryRunner {
+export function lazyTransaction(
+  dataSource: DataSource,
+  onBegin: (runner: QueryRunner) => Promise<void> = async () => undefined,
+): QueryRunner {
   const runner = dataSource.createQueryRunner();
   const query = runner.query.bind(runner);
   const start = runner.startTransaction.bind(runner);
@@ -17,6 +21,7 @@ export function lazyTransaction(dataSource: DataSource): QueryRunner {
       beginning = true;
       try {
         await start();
+        await onBegin(runner);
       } finally {
         beginning = false;
       }

@@ -8,6 +8,7 @@ import type { IdempotencyStore, Lease } from './interfaces/idempotency-store.int
  */
 export class LeaseHeartbeat {
   private timer?: NodeJS.Timeout;
+  private renewing: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly store: IdempotencyStore,
@@ -27,7 +28,7 @@ export class LeaseHeartbeat {
           );
           return this.stop();
         }
-        this.store.renew(this.lease, this.options.leaseSeconds).then(
+        this.renewing = this.store.renew(this.lease, this.options.leaseSeconds).then(
           (held) => {
             if (!held) this.stop();
           },
@@ -43,5 +44,11 @@ export class LeaseHeartbeat {
   stop(): void {
     clearInterval(this.timer);
     this.timer = undefined;
+  }
+
+  /** Stops, and resolves once a renewal already sent has been answered. */
+  async halt(): Promise<void> {
+    this.stop();
+    await this.renewing;
   }
 }

@@ -5,6 +5,7 @@ import type {
   ClaimOutcome,
   ClaimRequest,
   CleanupResult,
+  CompletedRecord,
   Completion,
   IdempotencyStore,
   Lease,
@@ -43,6 +44,7 @@ const MAX_CLAIM_ROUNDS = 5;
  */
 export class PostgresIdempotencyStore implements IdempotencyStore {
   private readonly sql: IdempotencyStatements;
+  private isolation?: Promise<string>;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -64,6 +66,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     const token = randomUUID();
     const scope = [req.key, req.endpoint, req.userId, req.requestHash];
     let insert = true;
+    let lockedStale: string | undefined;
     for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
       const { rows } = insert
         ? await this.pool.query({
@@ -77,6 +80,8 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
       insert = !insert;
       if (!row) continue;
       if (row.claimed) return { type: 'claimed', lease: { id: row.id, token } };
+      // Stale but skipped by the takeover: a live transaction holds it (see `lockClaim`).
+      if (row.stale && row.id === lockedStale) return { type: 'in_progress' };
       if (row.stale) {
         const taken = await this.pool.query({
           ...this.sql.takeover,
@@ -84,6 +89,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
         });
         const id = taken.rows[0]?.id as string | undefined;
         if (id) return { type: 'claimed', lease: { id, token } };
+        lockedStale = row.id;
         insert = false;
         continue;
       }
@@ -104,7 +110,11 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     throw new Error('nestjs-pg-idempotency: claim did not settle; too much contention on one key');
   }
 
-  async complete(lease: Lease, c: Completion, transaction?: EntityManager): Promise<boolean> {
+  async complete(
+    lease: Lease,
+    c: Completion,
+    transaction?: EntityManager,
+  ): Promise<CompletedRecord | null> {
     const values = [
       lease.id,
       lease.token,
@@ -115,15 +125,33 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
       c.transactionId,
       c.ttlSeconds,
     ];
-    if (transaction?.queryRunner) {
-      // The transaction's own pg client, so the prepared statement is reused there too.
-      const client = (transaction.queryRunner as unknown as { databaseConnection: Queryable })
-        .databaseConnection;
-      const { rowCount } = await client.query({ ...this.sql.complete, values });
-      return rowCount === 1;
-    }
-    const { rowCount } = await this.pool.query({ ...this.sql.complete, values });
-    return rowCount === 1;
+    const { rows } = await this.on(transaction).query({ ...this.sql.complete, values });
+    const row = rows[0] as { expires_at: Date; seconds_left: number } | undefined;
+    return row ? { expiresAt: row.expires_at, secondsLeft: row.seconds_left } : null;
+  }
+
+  async lockInTransaction(lease: Lease, transaction: EntityManager): Promise<boolean> {
+    this.isolation ??= this.pool
+      .query({ text: this.sql.isolation, values: [] })
+      .then(({ rows }) => String(rows[0]?.isolation));
+    const isolation = await this.isolation.catch((err: Error) => {
+      this.isolation = undefined;
+      throw err;
+    });
+    if (isolation === 'read committed') return false;
+    const { rowCount } = await this.on(transaction).query({
+      ...this.sql.lockClaim,
+      values: [lease.id, lease.token],
+    });
+    if (rowCount !== 1) throw new Error('nestjs-pg-idempotency: the claim was lost');
+    return true;
+  }
+
+  /** The transaction's own pg client (so prepared statements are reused there too), or the pool. */
+  private on(transaction?: EntityManager): Queryable {
+    if (!transaction?.queryRunner) return this.pool;
+    return (transaction.queryRunner as unknown as { databaseConnection: Queryable })
+      .databaseConnection;
   }
 
   async recordReplays(replays: readonly ReplayEvent[]): Promise<void> {

@@ -12,8 +12,11 @@ export interface WireResponse {
 export interface HoldHooks {
   /** Runs before the response leaves the process; the client waits for it. */
   onEnd(response: WireResponse): Promise<WireResponse | void>;
-  /** The handler streams (writes before ending): nothing can be held or stored. */
-  onStream(): void;
+  /**
+   * The handler streams (writes before ending): nothing can be stored. Resolves before the first
+   * byte leaves; a replacement is sent instead of the stream.
+   */
+  onStream(): Promise<WireResponse | void>;
 }
 
 type Method = (...args: unknown[]) => unknown;
@@ -70,66 +73,119 @@ function toBuffer(chunk: unknown, encoding: BufferEncoding | undefined): Buffer 
  * stores it first, then the bytes are released. What is stored is exactly what the client gets,
  * after every interceptor, serializer and exception filter. `onEnd` may return a replacement
  * (when the outcome could not be recorded); `writeHead` is deferred so that stays possible.
+ *
+ * Once a response is held, anything else written to it (an exception filter answering a handler
+ * that threw after `res.send()`) is dropped: the client gets the first response, the one stored.
+ * A stream (a chunk written or headers flushed before `end`) waits for `onStream` before its
+ * first byte leaves, so a transactional handler's writes are committed before the status line.
  */
 export function holdResponse(res: ServerResponse, allow: ReadonlySet<string>, hooks: HoldHooks) {
+  let state: 'open' | 'held' | 'streaming' | 'released' | 'replaced' = 'open';
   let heldHead: unknown[] | undefined;
-  // Streaming (headers flushed or a chunk written before end) cannot be held: let it through.
-  const startStream = () => {
+  const queued: [Patched, unknown[]][] = [];
+  const pass = (method: Patched, args: unknown[]) =>
+    original[method].apply(res, args as never) as unknown;
+  const release = () => {
+    state = 'released';
     restore();
-    if (heldHead) original.writeHead.apply(res, heldHead);
-    hooks.onStream();
+    if (heldHead) pass('writeHead', heldHead);
+  };
+  const replace = (replacement: WireResponse) => {
+    state = 'replaced';
+    restore();
+    for (const name of BODY_HEADERS) res.removeHeader(name);
+    for (const [name, value] of Object.entries(replacement.headers)) res.setHeader(name, value);
+    res.setHeader('content-length', replacement.body.length);
+    res.statusCode = replacement.statusCode;
+    pass('end', [replacement.body]);
+    // The rest of the handler's stream has nowhere to go.
+    patch(res, { write: () => true, end: () => res, flushHeaders: () => undefined });
+  };
+  const startStream = (method: Patched, args: unknown[]) => {
+    state = 'streaming';
+    queued.push([method, args]);
+    hooks
+      .onStream()
+      .then((replacement) => {
+        if (replacement) return replace(replacement);
+        release();
+        for (const [m, a] of queued.splice(0)) pass(m, a);
+      })
+      .catch((err: Error) => res.destroy(err));
   };
   const { original, restore } = patch(res, {
     writeHead(...args: unknown[]) {
-      heldHead = args;
-      if (typeof args[0] === 'number') res.statusCode = args[0];
+      if (state === 'streaming') queued.push(['writeHead', args]);
+      else if (state === 'open') {
+        // A copy: Fastify passes its own headers object, which a later reply would mutate.
+        heldHead = args.map((a) => (a === headersArg(args) ? { ...(a as object) } : a));
+        if (typeof args[0] === 'number') res.statusCode = args[0];
+      }
       return res;
     },
     write(...args: unknown[]) {
-      startStream();
-      return original.write.apply(res, args);
+      if (state === 'open') startStream('write', args);
+      else if (state === 'streaming') queued.push(['write', args]);
+      return true;
     },
     flushHeaders() {
-      startStream();
-      return original.flushHeaders.apply(res);
+      if (state === 'open') startStream('flushHeaders', []);
+      else if (state === 'streaming') queued.push(['flushHeaders', []]);
     },
     end(...args: unknown[]) {
-      restore();
-      const { chunk, encoding } = splitEnd(args);
-      const all = { ...res.getHeaders() };
-      for (const [name, value] of Object.entries(headersArg(heldHead ?? []) ?? {})) {
-        all[name.toLowerCase()] = value;
-      }
-      const headers: Record<string, string> = {};
-      for (const [name, value] of Object.entries(all)) {
-        if (allow.has(name) && value !== undefined) {
-          headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
-        }
-      }
-      const wire = { statusCode: res.statusCode, headers, body: toBuffer(chunk, encoding) };
+      if (state === 'streaming') queued.push(['end', args]);
+      if (state !== 'open') return res;
+      state = 'held';
+      const wire = capture(res, allow, heldHead, args);
+      const snapshot = { status: res.statusCode, headers: res.getHeaders() };
       hooks
         .onEnd(wire)
         .catch(() => undefined)
         .then((replacement) => {
-          if (!replacement) {
-            if (heldHead) original.writeHead.apply(res, heldHead);
-            return original.end.apply(res, args);
+          if (replacement) {
+            if (heldHead) mergeHead(res, heldHead);
+            return replace(replacement);
           }
-          const head = headersArg(heldHead ?? []);
-          for (const [name, value] of Object.entries(head ?? {})) {
+          // Undo whatever a later writer changed while the first response was held.
+          for (const name of res.getHeaderNames()) res.removeHeader(name);
+          for (const [name, value] of Object.entries(snapshot.headers)) {
             if (value !== undefined) res.setHeader(name, value);
           }
-          for (const name of BODY_HEADERS) res.removeHeader(name);
-          for (const [name, value] of Object.entries(replacement.headers))
-            res.setHeader(name, value);
-          res.setHeader('content-length', replacement.body.length);
-          res.statusCode = replacement.statusCode;
-          return original.end.call(res, replacement.body);
+          res.statusCode = snapshot.status;
+          release();
+          return pass('end', args);
         })
         .catch((err: Error) => res.destroy(err));
       return res;
     },
   });
+}
+
+function mergeHead(res: ServerResponse, head: unknown[]): void {
+  for (const [name, value] of Object.entries(headersArg(head) ?? {})) {
+    if (value !== undefined) res.setHeader(name, value);
+  }
+}
+
+/** The response as it would leave: status, allow-listed headers (incl. `writeHead`'s), body. */
+function capture(
+  res: ServerResponse,
+  allow: ReadonlySet<string>,
+  heldHead: unknown[] | undefined,
+  endArgs: unknown[],
+): WireResponse {
+  const { chunk, encoding } = splitEnd(endArgs);
+  const all = { ...res.getHeaders() };
+  for (const [name, value] of Object.entries(headersArg(heldHead ?? []) ?? {})) {
+    all[name.toLowerCase()] = value;
+  }
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(all)) {
+    if (allow.has(name) && value !== undefined) {
+      headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
+    }
+  }
+  return { statusCode: res.statusCode, headers, body: toBuffer(chunk, encoding) };
 }
 
 function applyStoredHead(

@@ -54,6 +54,13 @@ export interface Completion extends StoredResponse {
   ttlSeconds: number;
 }
 
+/** When a completed record stops replaying, by the database clock. */
+export interface CompletedRecord {
+  expiresAt: Date;
+  /** Seconds from completion to `expiresAt`. */
+  secondsLeft: number;
+}
+
 export interface CleanupResult {
   /** False when another instance held the cleanup lock, so nothing was done. */
   ran: boolean;
@@ -72,10 +79,21 @@ export interface IdempotencyStore {
   /** Claims the scope atomically, or reports what already holds it. */
   claim(request: ClaimRequest): Promise<ClaimOutcome>;
   /**
-   * Stores the response; false when the lease was lost (the row is not ours any more).
+   * Stores the response; null when the lease was lost (the row is not ours any more).
    * With `transaction`, the write joins it (transactional mode) and commits with the handler's writes.
    */
-  complete(lease: Lease, completion: Completion, transaction?: EntityManager): Promise<boolean>;
+  complete(
+    lease: Lease,
+    completion: Completion,
+    transaction?: EntityManager,
+  ): Promise<CompletedRecord | null>;
+  /**
+   * First write of a transactional handler's transaction: where the isolation level would make
+   * lease renewals conflict with the completion (REPEATABLE READ, SERIALIZABLE), locks the claim
+   * in the transaction instead and returns true (renewals must stop); false under READ COMMITTED.
+   * Throws when the claim was lost.
+   */
+  lockInTransaction(lease: Lease, transaction: EntityManager): Promise<boolean>;
   /** Appends replay events to the audit trail. */
   recordReplays(replays: readonly ReplayEvent[]): Promise<void>;
   /** Deletes our in-progress claim so a retry runs again; false when it was not ours any more. */

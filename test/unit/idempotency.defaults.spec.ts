@@ -38,13 +38,15 @@ describe('resolveIdempotencyOptions', () => {
     expect(() => resolveIdempotencyOptions({} as never)).toThrow(/dataSource/);
   });
 
-  it('stores business failures and releases server errors, validation errors and unknown errors by default', () => {
+  it('decides on the status the client receives: business failures stored, server and validation errors released', () => {
     const storeIf = IDEMPOTENCY_DEFAULTS.storeIf;
     expect(storeIf(201, undefined)).toBe(true);
     expect(storeIf(402, new HttpException('declined', 402))).toBe(true);
     expect(storeIf(400, new BadRequestException())).toBe(false);
     expect(storeIf(422, new HttpException('invalid', 422))).toBe(false);
     expect(storeIf(503, new HttpException('down', 503))).toBe(false);
-    expect(storeIf(409, new Error('mapped by a custom filter'))).toBe(false);
+    // An unknown error an app's exception filter turned into a 402 is a business outcome.
+    expect(storeIf(402, new Error('mapped by a custom filter'))).toBe(true);
+    expect(storeIf(500, new Error('unknown'))).toBe(false);
   });
 });
