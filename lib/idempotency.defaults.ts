@@ -29,7 +29,8 @@ export const IDEMPOTENCY_DEFAULTS = {
   replayAudit: 'batched' as 'batched' | 'off',
   replayAuditFlushMs: 1_000,
   replayCache: { maxEntries: 10_000, maxBytes: 32 * 1024 * 1024, ttlSeconds: 60 },
-  getUserId: (req: IdempotencyRequest) => req.user?.id,
+  // `id`, or what JWT guards put there: the payload itself (`sub`) or passport-jwt's `{ userId }`.
+  getUserId: (req: IdempotencyRequest) => req.user?.id ?? req.user?.sub ?? req.user?.userId,
   fingerprint: (req: IdempotencyRequest) => req.body,
   storeIf: ((status, error) =>
     status < 500 &&
