@@ -184,7 +184,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       return await work();
     } catch (err) {
       if (!(err instanceof RequestRefusedError)) throw err;
-      throw this.problem(res, err.status, err.code, { detail: err.detail });
+      throw this.problem(res, err.status, err.code, { detail: err.message });
     }
   }
 

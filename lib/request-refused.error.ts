@@ -1,9 +1,9 @@
 import type { ProblemCode } from './idempotency.constants.js';
 
 /**
- * Why a request's scope or fingerprint cannot be computed. `400`: the client's identity is
- * unusable (`detail` tells it why); `500`: the server's configuration is wrong (`message` is
- * logged, the client gets the generic detail).
+ * Why a request's scope or fingerprint cannot be computed: `400`, the client's identity is
+ * unusable; `500`, the server's configuration is wrong (also logged, once per route). The message
+ * is the problem's `detail` either way: it names options, never data of the request.
  */
 export class RequestRefusedError extends Error {
   constructor(
@@ -12,9 +12,5 @@ export class RequestRefusedError extends Error {
     message: string,
   ) {
     super(message);
-  }
-
-  get detail(): string | undefined {
-    return this.status === 400 ? this.message : undefined;
   }
 }

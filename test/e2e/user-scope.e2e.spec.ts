@@ -65,6 +65,7 @@ describe.each<Platform>(['express', 'fastify'])(
         expect(res.status).toBe(500);
         expect(res.headers['content-type']).toContain(PROBLEM);
         expect(res.json()).toMatchObject({ status: 500, code: 'idempotency_misconfigured' });
+        expect(res.json().detail).toContain('req.user is set but getUserId found no user id');
         expect(await db.records('idempotency_key = $1', [k])).toHaveLength(0);
       }
       expect(a.exec.seq).toBe(ran);

@@ -49,7 +49,7 @@ describe('normalizeUserId', () => {
   it('refuses a logged-in user without an id: 500, not the anonymous scope', () => {
     const err = refusal(() => normalizeUserId(undefined, true));
     expect(err).toMatchObject({ status: 500, code: 'idempotency_misconfigured' });
-    expect(err.detail).toBeUndefined(); // configuration details are logged, not sent
+    expect(err.message).toMatch(/req.user is set but getUserId found no user id/);
   });
 
   it.each([
@@ -76,7 +76,7 @@ describe('normalizeUserId', () => {
   ])('refuses %s as the client error 400 idempotency_user_invalid', (_, value, detail) => {
     const err = refusal(() => normalizeUserId(value, true));
     expect(err).toMatchObject({ status: 400, code: 'idempotency_user_invalid' });
-    expect(err.detail).toMatch(detail);
+    expect(err.message).toMatch(detail);
   });
 });
 
