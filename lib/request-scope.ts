@@ -12,7 +12,8 @@ const misconfigured = (message: string) =>
   new RequestRefusedError(500, ProblemCode.Misconfigured, message);
 const invalid = (message: string) => new RequestRefusedError(400, ProblemCode.UserInvalid, message);
 
-// Control characters (C0, DEL, C1) and lone UTF-16 surrogates, which PostgreSQL cannot store as they are.
+// NUL cannot be stored in text at all; other control characters (C0, DEL, C1) make ids that print
+// alike, and a lone UTF-16 surrogate would be rewritten to U+FFFD on the way to PostgreSQL.
 const UNSTORABLE = /[\p{Cc}\p{Cs}]/u;
 
 /**
@@ -33,7 +34,12 @@ export function normalizeUserId(value: unknown, hasUser: boolean): string {
   else if (typeof value === 'bigint') id = value.toString();
   else if (typeof value === 'number' && Number.isFinite(value)) id = String(value);
   else {
-    const what = typeof value === 'object' ? 'an object' : `a ${typeof value} (${String(value)})`;
+    const what =
+      typeof value === 'object'
+        ? 'an object'
+        : typeof value === 'number'
+          ? 'a non-finite number'
+          : `a ${typeof value}`;
     throw misconfigured(
       `getUserId returned ${what}; it must return a string, number or bigint, e.g. (req) => req.user.id`,
     );

@@ -58,11 +58,10 @@ describe('normalizeUserId', () => {
     ['a boolean', true],
     ['NaN', Number.NaN],
     ['a function', () => 'a'],
-  ])('refuses %s instead of stringifying it: 500', (_, value) => {
-    expect(refusal(() => normalizeUserId(value, true))).toMatchObject({
-      status: 500,
-      code: 'idempotency_misconfigured',
-    });
+  ])('refuses %s instead of stringifying it: 500, without echoing the value', (_, value) => {
+    const err = refusal(() => normalizeUserId(value, true));
+    expect(err).toMatchObject({ status: 500, code: 'idempotency_misconfigured' });
+    expect(err.message).toMatch(/^getUserId returned an? [a-z -]+; it must return/);
   });
 
   it.each([
