@@ -20,11 +20,6 @@ export function routeEndpoint(req: IdempotencyRequest): string {
   return `${req.method} ${pattern}`;
 }
 
-/** The path (with query) as the client sent it, for the fingerprint. */
-export function requestPath(req: IdempotencyRequest): string {
-  return String(req.originalUrl ?? req.url);
-}
-
 /** Sets a header through the platform, so Fastify does not overwrite it from its own list. */
 export function setResponseHeader(res: PlatformResponse, name: string, value: string): void {
   if (typeof res.header === 'function') res.header(name, value);

@@ -22,5 +22,7 @@ export const ProblemCode = {
   NotReplayable: 'idempotency_response_not_replayable',
   StoreUnavailable: 'idempotency_store_unavailable',
   BodyUnreadable: 'idempotency_body_unreadable',
+  UserInvalid: 'idempotency_user_invalid',
+  Misconfigured: 'idempotency_misconfigured',
 } as const;
 export type ProblemCode = (typeof ProblemCode)[keyof typeof ProblemCode];

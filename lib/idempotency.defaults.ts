@@ -31,7 +31,8 @@ export const IDEMPOTENCY_DEFAULTS = {
   replayAudit: 'batched' as 'batched' | 'off',
   replayAuditFlushMs: 1_000,
   replayCache: { maxEntries: 10_000, maxBytes: 32 * 1024 * 1024, ttlSeconds: 60 },
-  getUserId: (req: IdempotencyRequest) => req.user?.id,
+  // `id`, or what JWT guards put there: the payload itself (`sub`) or passport-jwt's `{ userId }`.
+  getUserId: (req: IdempotencyRequest) => req.user?.id ?? req.user?.sub ?? req.user?.userId,
   fingerprint: (req: IdempotencyRequest) => req.body,
   // The status the client receives decides: an unknown error an app's filter turns into 402 is
   // a business outcome; one that reaches the client as 500 is not.

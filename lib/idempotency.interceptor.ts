@@ -25,12 +25,12 @@ import {
   type PlatformResponse,
   rawHeaders,
   rawResponse,
-  requestPath,
   routeEndpoint,
 } from './http-adapter.utils.js';
 import type { IdempotencyRequest } from './interfaces/idempotency-module-options.interface.js';
 import type { IdempotencyStore, StoredResponse } from './interfaces/idempotency-store.interface.js';
-import { fingerprintRequest } from './request-fingerprint.js';
+import { RequestRefusedError } from './request-refused.error.js';
+import { RequestScope } from './request-scope.js';
 import { ReplayAuditService } from './replay-audit.service.js';
 import { ReplayCache } from './replay-cache.js';
 import { substituteResponse, writeStoredResponse } from './response-capture.js';
@@ -45,6 +45,7 @@ const HANDLED = Symbol('nestjs-pg-idempotency:handled');
 export class IdempotencyInterceptor implements NestInterceptor {
   private readonly logger = new Logger('Idempotency');
   private readonly routes: IdempotentRouteResolver;
+  private readonly requests: RequestScope;
 
   constructor(
     @Inject(IDEMPOTENCY_RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
@@ -53,6 +54,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     private readonly cache: ReplayCache,
   ) {
     this.routes = new IdempotentRouteResolver(options);
+    this.requests = new RequestScope(options.getUserId, this.logger);
   }
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
@@ -103,18 +105,17 @@ export class IdempotencyInterceptor implements NestInterceptor {
     key: string,
     next: CallHandler,
   ): Promise<{ result: Observable<unknown>; cancel?: () => Promise<void> }> {
-    const userId = this.options.getUserId(req);
-    const scope = {
-      key,
-      endpoint: route.endpoint ?? routeEndpoint(req),
-      userId: userId === undefined || userId === null ? '' : String(userId),
-    };
+    const endpoint = route.endpoint ?? routeEndpoint(req);
+    const userId = await this.refusing(res, () => this.requests.userId(req, endpoint));
+    const scope = { key, endpoint, userId };
     const selected = this.options.fingerprint(req);
     if (selected === undefined && hasBody(req)) {
       // A body nothing parsed cannot be compared: reusing the key with another body would replay.
       throw this.problem(res, 415, ProblemCode.BodyUnreadable);
     }
-    const requestHash = fingerprintRequest(req.method, requestPath(req), selected);
+    const requestHash = await this.refusing(res, () =>
+      this.requests.fingerprint(req, endpoint, selected),
+    );
     const cacheKey = ReplayCache.scopeKey(scope.userId, scope.endpoint, key);
     const cached = this.cache.get(cacheKey, requestHash);
     if (cached) {
@@ -184,6 +185,16 @@ export class IdempotencyInterceptor implements NestInterceptor {
       substituteResponse(rawResponse(res), stored, REPLAYED_HEADER);
     }
     return of(undefined);
+  }
+
+  /** Who or what the request is could not be told: answered as a problem, nothing claimed. */
+  private async refusing<T>(res: PlatformResponse, work: () => T | Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      if (!(err instanceof RequestRefusedError)) throw err;
+      throw this.problem(res, err.status, err.code, { detail: err.message });
+    }
   }
 
   private get retryAfter(): ProblemOptions {

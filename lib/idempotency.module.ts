@@ -6,6 +6,7 @@ import {
   resolveIdempotencyOptions,
 } from './idempotency.defaults.js';
 import { IdempotencyInterceptor } from './idempotency.interceptor.js';
+import { IdempotencyInterceptorOrder } from './idempotency-interceptor.order.js';
 import {
   ConfigurableIdempotencyModule,
   IDEMPOTENCY_MODULE_OPTIONS,
@@ -51,6 +52,7 @@ const initializedHere = new WeakSet<DataSource>();
       useFactory: (options: ResolvedIdempotencyOptions) => new ReplayCache(options.replayCache),
     },
     IdempotencyInterceptor,
+    IdempotencyInterceptorOrder,
   ],
   exports: [
     IDEMPOTENCY_RESOLVED_OPTIONS,

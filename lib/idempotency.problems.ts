@@ -11,6 +11,8 @@ const TITLES: Record<ProblemCode, string> = {
   [ProblemCode.NotReplayable]: 'The original response cannot be replayed',
   [ProblemCode.StoreUnavailable]: 'Idempotency store unavailable',
   [ProblemCode.BodyUnreadable]: 'Request body cannot be fingerprinted',
+  [ProblemCode.UserInvalid]: 'Invalid user id for the idempotency scope',
+  [ProblemCode.Misconfigured]: 'Idempotency is misconfigured on this route',
 };
 
 /** The default `detail` of each problem; a call may give a more specific one. */
@@ -27,6 +29,10 @@ const DETAILS: Record<ProblemCode, string> = {
     'The request was not processed because its idempotency key could not be checked; retry later with the same key',
   [ProblemCode.BodyUnreadable]:
     'The request body could not be read for the idempotency fingerprint; send JSON or form data, or configure the fingerprint option',
+  [ProblemCode.UserInvalid]:
+    'The authenticated user id cannot scope an idempotency key: at most 255 characters, no control characters',
+  [ProblemCode.Misconfigured]:
+    'The request was not processed because the server could not tell who or what it is for idempotency; the error is logged',
 };
 
 export interface ProblemOptions {

@@ -48,9 +48,13 @@ export interface IdempotencyModuleOptions {
    */
   ttlSeconds?: number;
   /**
-   * Scopes keys per user: one user's key never reaches another user's record.
-   * Requests without a user share the anonymous scope `''`.
-   * @default (req) => req.user?.id
+   * Scopes keys per user: one user's key never reaches another user's record. Requests without
+   * a user (`null`/`undefined`) share the anonymous scope `''`. When `req.user` is set but no id
+   * comes out, or the id is not a string, number or bigint (e.g. the whole user object), the
+   * request is refused with `500 idempotency_misconfigured` (logged once per route) rather than
+   * share a scope with other users. Ids longer than 255 characters or containing control
+   * characters are refused with `400 idempotency_user_invalid`.
+   * @default (req) => req.user?.id ?? req.user?.sub ?? req.user?.userId
    * @example (req) => req.headers['x-tenant-id']
    */
   getUserId?: (req: IdempotencyRequest) => string | number | bigint | null | undefined;
@@ -93,8 +97,10 @@ export interface IdempotencyModuleOptions {
    */
   storeIf?: StoreIfFn;
   /**
-   * What of the request goes into the SHA-256 fingerprint, besides method and path.
+   * What of the body goes into the SHA-256 fingerprint. The method, route pattern, route params,
+   * parsed query and uploaded files (multer's `req.file`/`req.files`) are always in it.
    * @default (req) => req.body
+   * @example (req) => ({ amount: req.body.amount, currency: req.body.currency })
    */
   fingerprint?: (req: IdempotencyRequest) => unknown;
   /**
