@@ -16,6 +16,7 @@ import {
 import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
 import {
   IdempotencyProblemException,
+  NOT_REPLAYABLE_DETAILS,
   PROBLEM_CONTENT_TYPE,
   type ProblemOptions,
 } from './idempotency.problems.js';
@@ -165,6 +166,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   ): Observable<unknown> {
     if (stored.body === null) {
       throw this.problem(res, 409, ProblemCode.NotReplayable, {
+        detail: NOT_REPLAYABLE_DETAILS[stored.omitted ?? 'too_large'],
         extensions: { original_status: stored.statusCode },
       });
     }

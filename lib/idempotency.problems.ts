@@ -29,6 +29,15 @@ const DETAILS: Record<ProblemCode, string> = {
     'The request body could not be read for the idempotency fingerprint; send JSON or form data, or configure the fingerprint option',
 };
 
+/** The `detail` of `idempotency_response_not_replayable`, by why the body was not kept. */
+export const NOT_REPLAYABLE_DETAILS = {
+  too_large: DETAILS[ProblemCode.NotReplayable],
+  digest:
+    'The operation for this key already ran; this endpoint keeps only a digest of its response, never the response itself',
+  undecryptable:
+    'The operation for this key already ran, but its stored response cannot be read back',
+} as const;
+
 export interface ProblemOptions {
   detail?: string;
   headers?: Record<string, string>;

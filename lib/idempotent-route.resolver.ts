@@ -2,7 +2,10 @@ import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum.js';
 import { RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants.js';
 import type { ExecutionContext } from '@nestjs/common';
 import { IDEMPOTENT_METADATA } from './idempotency.constants.js';
-import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
+import {
+  IDEMPOTENCY_DEFAULTS,
+  type ResolvedIdempotencyOptions,
+} from './idempotency.defaults.js';
 import type { IdempotentOptions } from './interfaces/idempotent-options.interface.js';
 
 /** Everything the interceptor needs about one route, merged once and cached. */
@@ -12,6 +15,7 @@ export interface IdempotentRoute {
   endpoint?: string;
   transactionId?: IdempotentOptions['transactionId'];
   transactional: boolean;
+  storeResponse: 'full' | 'digest';
   /** The handler writes the response itself (`@Res()` without passthrough). */
   ownsResponse: boolean;
 }
@@ -51,6 +55,7 @@ export class IdempotentRouteResolver {
       endpoint: merged.endpoint,
       transactionId: merged.transactionId,
       transactional: merged.transactional ?? false,
+      storeResponse: merged.storeResponse ?? IDEMPOTENCY_DEFAULTS.storeResponse,
       ownsResponse: ownsResponse(cls, handler.name),
     };
   }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { CallHandler, LoggerService } from '@nestjs/common';
 import { catchError, type Observable, throwError } from 'rxjs';
@@ -64,8 +65,9 @@ export class IdempotentExecution {
       await this.release(`status ${wire.statusCode} is not stored`);
       return;
     }
-    const storable = wire.body.length <= this.options.maxResponseBytes;
-    const parsed = storable ? parseJson(wire) : undefined;
+    const digestOnly = this.route.storeResponse === 'digest';
+    const storable = !digestOnly && wire.body.length <= this.options.maxResponseBytes;
+    const parsed = storable || digestOnly ? parseJson(wire) : undefined;
     // Captured now: a failed COMMIT has already dropped the transaction when the catch runs.
     const transaction = this.activeTransaction();
     try {
@@ -75,7 +77,8 @@ export class IdempotentExecution {
           statusCode: wire.statusCode,
           headers: wire.headers,
           body: storable ? wire.body : null,
-          bodyJson: parsed?.text ?? null,
+          bodyJson: storable ? (parsed?.text ?? null) : null,
+          bodyDigest: digestOnly ? createHash('sha256').update(wire.body).digest('hex') : null,
           transactionId: this.transactionId(req, parsed, wire),
           ttlSeconds: this.route.ttlSeconds,
         },
