@@ -2,10 +2,7 @@ import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum.js';
 import { RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants.js';
 import type { ExecutionContext } from '@nestjs/common';
 import { IDEMPOTENT_METADATA } from './idempotency.constants.js';
-import {
-  IDEMPOTENCY_DEFAULTS,
-  type ResolvedIdempotencyOptions,
-} from './idempotency.defaults.js';
+import { IDEMPOTENCY_DEFAULTS, type ResolvedIdempotencyOptions } from './idempotency.defaults.js';
 import type { IdempotentOptions } from './interfaces/idempotent-options.interface.js';
 
 /** Everything the interceptor needs about one route, merged once and cached. */

@@ -1,4 +1,10 @@
-import { createCipheriv, createDecipheriv, createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createSecretKey,
+  type KeyObject,
+  randomBytes,
+} from 'node:crypto';
 import type { IdempotencyEncryptionOptions } from './interfaces/idempotency-module-options.interface.js';
 
 const IV_BYTES = 12;
@@ -88,7 +94,8 @@ export class ResponseCipher {
   /** @throws ResponseDecryptionError for an unknown key id, tampered bytes or another row's AAD. */
   open(keyId: string, sealed: Buffer, aad: Buffer): SealedResponse {
     const key = this.#keys.get(keyId);
-    if (!key) throw new ResponseDecryptionError(`key id ${JSON.stringify(keyId)} is not configured`);
+    if (!key)
+      throw new ResponseDecryptionError(`key id ${JSON.stringify(keyId)} is not configured`);
     if (sealed.length < IV_BYTES + TAG_BYTES + 4) {
       throw new ResponseDecryptionError('sealed response is truncated');
     }
