@@ -154,15 +154,24 @@ describe.each<Platform>(['express', 'fastify'])('stored response protection on %
         expect(stolen.json()).toMatchObject(notReplayable(201));
         expect(stolen.body.includes(alice.body)).toBe(false);
 
+        // The same row handed to another user (its id unchanged) does not open either.
+        await send(f.url, '/charges', { key: k, user: 'dave', body: {} });
+        await db.dataSource.query(
+          `UPDATE idempotency_keys SET user_id = 'carol' WHERE idempotency_key = $1 AND user_id = 'dave'`,
+          [k],
+        );
+        const moved = await send(f.url, '/charges', { key: k, user: 'carol', body: {} });
+        expect(moved.json()).toMatchObject(notReplayable(201));
+
         await db.dataSource.query(
           `UPDATE idempotency_keys SET status_code = 200 WHERE idempotency_key = $1 AND user_id = 'alice'`,
           [k],
         );
         const relabelled = await send(f.url, '/charges', { key: k, user: 'alice', body: {} });
         expect(relabelled.json()).toMatchObject(notReplayable(200));
-        expect(f.exec.count('charge')).toBe(2);
+        expect(f.exec.count('charge')).toBe(3);
       });
-      expect(errors).toHaveBeenCalledTimes(2);
+      expect(errors).toHaveBeenCalledTimes(3);
     } finally {
       errors.mockRestore();
     }
