@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { quoteTable } from './idempotency.sql.js';
 import type { ReplayCacheLimits } from './replay-cache.js';
+import { ResponseCipher } from './response-cipher.js';
 import type {
   IdempotencyModuleOptions,
   IdempotencyRequest,
@@ -31,6 +32,8 @@ export const IDEMPOTENCY_DEFAULTS = {
   replayAudit: 'batched' as 'batched' | 'off',
   replayAuditFlushMs: 1_000,
   replayCache: { maxEntries: 10_000, maxBytes: 32 * 1024 * 1024, ttlSeconds: 60 },
+  /** Per route (`@Idempotent({ storeResponse })`): keep the whole response for replay. */
+  storeResponse: 'full' as 'full' | 'digest',
   // `id`, or what JWT guards put there: the payload itself (`sub`) or passport-jwt's `{ userId }`.
   getUserId: (req: IdempotencyRequest) => req.user?.id ?? req.user?.sub ?? req.user?.userId,
   fingerprint: (req: IdempotencyRequest) => req.body,
@@ -46,13 +49,15 @@ export const IDEMPOTENCY_DEFAULTS = {
 };
 
 export interface ResolvedIdempotencyOptions extends Required<
-  Omit<IdempotencyModuleOptions, 'cleanup' | 'replayHeaders' | 'replayCache'>
+  Omit<IdempotencyModuleOptions, 'cleanup' | 'replayHeaders' | 'replayCache' | 'encryption'>
 > {
   dataSource: DataSource;
   /** Lower-cased allow-list, never containing `set-cookie`. */
   replayHeaders: ReadonlySet<string>;
   cleanup: Required<NonNullable<IdempotencyModuleOptions['cleanup']>>;
   replayCache: false | ReplayCacheLimits;
+  /** Null when stored responses are kept in plaintext. */
+  encryption: ResponseCipher | null;
 }
 
 function positive(name: string, value: number): number {
@@ -101,6 +106,7 @@ export function resolveIdempotencyOptions(
     cleanup: { ...d.cleanup, ...options.cleanup },
     replayCache:
       options.replayCache === false ? false : { ...d.replayCache, ...options.replayCache },
+    encryption: options.encryption === undefined ? null : new ResponseCipher(options.encryption),
   };
   positive('cleanup.batchSize', resolved.cleanup.batchSize);
   return resolved;

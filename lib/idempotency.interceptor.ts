@@ -14,7 +14,11 @@ import {
   REPLAYED_HEADER,
 } from './idempotency.constants.js';
 import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
-import { IdempotencyProblemException, type ProblemOptions } from './idempotency.problems.js';
+import {
+  IdempotencyProblemException,
+  NOT_REPLAYABLE_DETAILS,
+  type ProblemOptions,
+} from './idempotency.problems.js';
 import { setProblemHeadersOnRender } from './problem-headers.js';
 import { InvalidIdempotencyKeyError, parseIdempotencyKey } from './idempotency-key.parser.js';
 import { IdempotentExecution } from './idempotent.execution.js';
@@ -175,6 +179,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   ): Observable<unknown> {
     if (stored.body === null) {
       throw this.problem(res, 409, ProblemCode.NotReplayable, {
+        detail: NOT_REPLAYABLE_DETAILS[stored.omitted ?? 'too_large'],
         extensions: { original_status: stored.statusCode },
       });
     }

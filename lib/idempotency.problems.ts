@@ -24,7 +24,7 @@ const DETAILS: Record<ProblemCode, string> = {
   [ProblemCode.Mismatch]:
     'This idempotency key was already used with a different request; use a new key for a new operation',
   [ProblemCode.NotReplayable]:
-    'The operation for this key already ran, but its response was too large to store',
+    'The operation for this key already ran, but its response was not stored: it was too large, or another answer (such as a timeout) reached the client first',
   [ProblemCode.StoreUnavailable]:
     'The request was not processed because its idempotency key could not be checked; retry later with the same key',
   [ProblemCode.BodyUnreadable]:
@@ -34,6 +34,15 @@ const DETAILS: Record<ProblemCode, string> = {
   [ProblemCode.Misconfigured]:
     'The request was not processed because the server could not tell who or what it is for idempotency; the error is logged',
 };
+
+/** The `detail` of `idempotency_response_not_replayable`, by why the body was not kept. */
+export const NOT_REPLAYABLE_DETAILS = {
+  too_large: DETAILS[ProblemCode.NotReplayable],
+  digest:
+    'The operation for this key already ran; this endpoint keeps only a digest of its response, never the response itself',
+  undecryptable:
+    'The operation for this key already ran, but its stored response cannot be read back',
+} as const;
 
 export interface ProblemOptions {
   detail?: string;

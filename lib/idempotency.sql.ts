@@ -26,7 +26,7 @@ export function buildStatements(tableName: string) {
   const cleanupRuns = quoteTable(`${tableName}_cleanup_runs`);
   const recordColumns = `id, idempotency_key, endpoint, user_id, request_hash, status, status_code,
        response_headers, response_body, response_raw, transaction_id, replay_count, last_replayed_at,
-       created_at, completed_at, expires_at, locked_until`;
+       created_at, completed_at, expires_at, locked_until, response_key_id, response_digest`;
   const suffix = createHash('sha1').update(tableName).digest('hex').slice(0, 8);
   // A row is stale (free to take over) when completed past its TTL, or in progress past its lease.
   const stale = (alias: string) =>
@@ -35,7 +35,9 @@ export function buildStatements(tableName: string) {
        ${stale('k')} AS stale, k.status_code, k.expires_at,
        extract(epoch FROM k.expires_at - now())::float8 AS seconds_left,
        CASE WHEN k.request_hash = $4 THEN k.response_headers END AS response_headers,
-       CASE WHEN k.request_hash = $4 THEN k.response_raw END AS response_raw
+       CASE WHEN k.request_hash = $4 THEN k.response_raw END AS response_raw,
+       CASE WHEN k.request_hash = $4 THEN k.response_key_id END AS response_key_id,
+       k.response_digest IS NOT NULL AS digested
   FROM ${t} k
  WHERE k.idempotency_key = $1 AND k.endpoint = $2 AND k.user_id = $3`;
 
@@ -51,7 +53,8 @@ export function buildStatements(tableName: string) {
 )
 SELECT id, true AS claimed, NULL::varchar AS status, true AS same_request, false AS stale,
        NULL::smallint AS status_code, NULL::timestamptz AS expires_at,
-       NULL::float8 AS seconds_left, NULL::jsonb AS response_headers, NULL::bytea AS response_raw
+       NULL::float8 AS seconds_left, NULL::jsonb AS response_headers, NULL::bytea AS response_raw,
+       NULL::varchar AS response_key_id, false AS digested
   FROM ins
 UNION ALL
 ${existing} AND NOT EXISTS (SELECT 1 FROM ins)`,
@@ -78,8 +81,8 @@ UPDATE ${t} k
    SET id = gen_random_uuid(), request_hash = $2, status = 'in_progress', owner_token = $3,
        locked_until = now() + make_interval(secs => $4), expires_at = now() + make_interval(secs => $5),
        created_at = now(), completed_at = NULL, status_code = NULL, response_headers = NULL,
-       response_body = NULL, response_raw = NULL, transaction_id = NULL,
-       replay_count = 0, last_replayed_at = NULL
+       response_body = NULL, response_raw = NULL, response_key_id = NULL, response_digest = NULL,
+       transaction_id = NULL, replay_count = 0, last_replayed_at = NULL
   FROM old
  WHERE k.id = old.id
 RETURNING k.id`,
@@ -105,7 +108,8 @@ UPDATE ${t} k
       text: `UPDATE ${t}
    SET status = 'completed', status_code = $3, response_headers = $4, response_raw = $5,
        response_body = $6::jsonb, transaction_id = $7, completed_at = clock_timestamp(),
-       locked_until = NULL, expires_at = clock_timestamp() + make_interval(secs => $8)
+       locked_until = NULL, expires_at = clock_timestamp() + make_interval(secs => $8),
+       response_key_id = $9, response_digest = $10
  WHERE id = $1 AND owner_token = $2 AND status = 'in_progress'
 RETURNING expires_at, extract(epoch FROM expires_at - clock_timestamp())::float8 AS seconds_left`,
     },

@@ -7,7 +7,7 @@ import {
 } from '@nestjs/common/constants.js';
 import { type ExecutionContext, RequestMethod } from '@nestjs/common';
 import { IDEMPOTENT_METADATA } from './idempotency.constants.js';
-import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
+import { IDEMPOTENCY_DEFAULTS, type ResolvedIdempotencyOptions } from './idempotency.defaults.js';
 import type { IdempotentOptions } from './interfaces/idempotent-options.interface.js';
 
 /** Everything the interceptor needs about one route, merged once and cached. */
@@ -17,6 +17,7 @@ export interface IdempotentRoute {
   endpoint?: string;
   transactionId?: IdempotentOptions['transactionId'];
   transactional: boolean;
+  storeResponse: 'full' | 'digest';
   /** The handler writes the response itself (`@Res()` without passthrough). */
   ownsResponse: boolean;
   /** What Nest answers when the handler returns (`@HttpCode()`, else 201 for POST, else 200). */
@@ -58,6 +59,7 @@ export class IdempotentRouteResolver {
       endpoint: merged.endpoint,
       transactionId: merged.transactionId,
       transactional: merged.transactional ?? false,
+      storeResponse: merged.storeResponse ?? IDEMPOTENCY_DEFAULTS.storeResponse,
       ownsResponse: ownsResponse(cls, handler.name),
       successStatus:
         Reflect.getMetadata(HTTP_CODE_METADATA, handler) ??

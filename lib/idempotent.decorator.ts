@@ -12,8 +12,16 @@ import type { IdempotentOptions } from './interfaces/idempotent-options.interfac
  * \@Idempotent({ required: true, transactionId: (body: any) => body.id })
  * charge(@Body() dto: ChargeDto) { ... }
  */
-export const Idempotent = (options: IdempotentOptions = {}) =>
-  applyDecorators(
+export const Idempotent = (options: IdempotentOptions = {}) => {
+  const { storeResponse } = options;
+  if (storeResponse !== undefined && storeResponse !== 'full' && storeResponse !== 'digest') {
+    // Fails when the controller is loaded: a typo must not quietly keep a body meant to stay out.
+    throw new Error(
+      `nestjs-pg-idempotency: storeResponse must be 'full' or 'digest', got ${JSON.stringify(storeResponse)}`,
+    );
+  }
+  return applyDecorators(
     SetMetadata(IDEMPOTENT_METADATA, options),
     UseInterceptors(IdempotencyInterceptor),
   );
+};

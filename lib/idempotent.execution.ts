@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { type CallHandler, HttpException, type LoggerService } from '@nestjs/common';
 import { defer, type Observable } from 'rxjs';
@@ -102,13 +103,15 @@ export class IdempotentExecution {
     }
     this.settle();
     if (!this.stores(wire.statusCode, this.handlerError)) return this.discard('not stored');
-    const storable = wire.body.length <= this.options.maxResponseBytes;
-    const json = storable ? jsonCopy(wire) : undefined;
+    const digestOnly = this.route.storeResponse === 'digest';
+    const storable = !digestOnly && wire.body.length <= this.options.maxResponseBytes;
+    const json = storable || digestOnly ? jsonCopy(wire) : undefined;
     const completing = {
       statusCode: wire.statusCode,
       headers: wire.headers,
       body: storable ? wire.body : null,
-      bodyJson: json?.text ?? null,
+      bodyJson: storable ? (json?.text ?? null) : null,
+      bodyDigest: digestOnly ? createHash('sha256').update(wire.body).digest('hex') : null,
       transactionId: this.transactionId(req, json ? json.value : wire.body.toString('utf8')),
     };
     const record = await this.record(completing);
@@ -131,7 +134,13 @@ export class IdempotentExecution {
       void this.discard(`its handler failed (${status}) after an early response`);
       return;
     }
-    const completing = { statusCode: status, headers: {}, body: null, bodyJson: null };
+    const completing = {
+      statusCode: status,
+      headers: {},
+      body: null,
+      bodyJson: null,
+      bodyDigest: null,
+    };
     void this.record({ ...completing, transactionId: this.context.transactionId }).then(
       async (record) => {
         if (record === 'rolled-back') await this.discard('its transaction rolled back');

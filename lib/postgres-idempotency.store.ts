@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import { buildStatements, type IdempotencyStatements } from './idempotency.sql.js';
+import type { ResponseCipher } from './response-cipher.js';
+import { StoredResponseCodec, type StoredRow } from './stored-response.codec.js';
 import type {
   ClaimOutcome,
   ClaimRequest,
@@ -22,17 +24,14 @@ interface Pool extends Queryable {
   connect(): Promise<Queryable & { release(err?: boolean): void }>;
 }
 
-interface ExistingRow {
+interface ExistingRow extends StoredRow {
   id: string;
   claimed: boolean;
   status: 'in_progress' | 'completed' | null;
   same_request: boolean;
   stale: boolean;
-  status_code: number | null;
   expires_at: Date | null;
   seconds_left: number | null;
-  response_headers: Record<string, string> | null;
-  response_raw: Buffer | null;
 }
 
 /** Rounds of claim → conflicting row vanished / takeover lost; each round is one more statement. */
@@ -44,11 +43,14 @@ const MAX_CLAIM_ROUNDS = 5;
  */
 export class PostgresIdempotencyStore implements IdempotencyStore {
   private readonly sql: IdempotencyStatements;
+  private readonly codec: StoredResponseCodec;
   private isolation?: Promise<string>;
 
   constructor(
     private readonly dataSource: DataSource,
     private readonly tableName: string,
+    /** Seals stored responses (the `encryption` option); null keeps them in plaintext. */
+    cipher: ResponseCipher | null = null,
   ) {
     if (dataSource.options.type !== 'postgres') {
       throw new Error(
@@ -56,6 +58,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
       );
     }
     this.sql = buildStatements(tableName);
+    this.codec = new StoredResponseCodec(cipher);
   }
 
   private get pool(): Pool {
@@ -65,6 +68,12 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
   async claim(req: ClaimRequest): Promise<ClaimOutcome> {
     const token = randomUUID();
     const scope = [req.key, req.endpoint, req.userId, req.requestHash];
+    const claimed = {
+      key: req.key,
+      endpoint: req.endpoint,
+      userId: req.userId,
+      requestHash: req.requestHash,
+    };
     let insert = true;
     let lockedStale: string | undefined;
     for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
@@ -79,7 +88,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
       // snapshot, so read it. No row after a read: it was deleted since, so insert again.
       insert = !insert;
       if (!row) continue;
-      if (row.claimed) return { type: 'claimed', lease: { id: row.id, token } };
+      if (row.claimed) return { type: 'claimed', lease: { id: row.id, token, claimed } };
       // Stale but skipped by the takeover: a live transaction holds it (see `lockClaim`).
       if (row.stale && row.id === lockedStale) return { type: 'in_progress' };
       if (row.stale) {
@@ -88,7 +97,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
           values: [row.id, req.requestHash, token, req.leaseSeconds, req.ttlSeconds],
         });
         const id = taken.rows[0]?.id as string | undefined;
-        if (id) return { type: 'claimed', lease: { id, token } };
+        if (id) return { type: 'claimed', lease: { id, token, claimed } };
         lockedStale = row.id;
         insert = false;
         continue;
@@ -100,11 +109,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
         recordId: row.id,
         expiresAt: row.expires_at as Date,
         secondsLeft: row.seconds_left as number,
-        response: {
-          statusCode: row.status_code as number,
-          headers: row.response_headers ?? {},
-          body: row.response_raw,
-        },
+        response: this.codec.fromRow(row, claimed),
       };
     }
     throw new Error('nestjs-pg-idempotency: claim did not settle; too much contention on one key');
@@ -115,15 +120,18 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     c: Completion,
     transaction?: EntityManager,
   ): Promise<CompletedRecord | null> {
+    const kept = this.codec.toColumns(lease, c);
     const values = [
       lease.id,
       lease.token,
       c.statusCode,
-      c.headers,
-      c.body,
-      c.bodyJson,
+      kept.headers,
+      kept.raw,
+      kept.json,
       c.transactionId,
       c.ttlSeconds,
+      kept.keyId,
+      kept.digest,
     ];
     const { rows } = await this.on(transaction).query({ ...this.sql.complete, values });
     const row = rows[0] as { expires_at: Date; seconds_left: number } | undefined;

@@ -1,9 +1,18 @@
 import { CreateIdempotencyKeys1764680000000 } from './1764680000000-CreateIdempotencyKeys.js';
 import { CreateIdempotencyAudit1764680100000 } from './1764680100000-CreateIdempotencyAudit.js';
+import { ProtectStoredResponses1764680200000 } from './1764680200000-ProtectStoredResponses.js';
 import { IDEMPOTENCY_AUDIT_UP, idempotencyAuditUp } from './idempotency-audit.sql.js';
 import { IDEMPOTENCY_KEYS_UP, idempotencyKeysUp, renderSqlFile } from './idempotency-keys.sql.js';
+import {
+  RESPONSE_PROTECTION_UP,
+  responseProtectionUp,
+} from './idempotency-response-protection.sql.js';
 
-export { CreateIdempotencyKeys1764680000000, CreateIdempotencyAudit1764680100000 };
+export {
+  CreateIdempotencyKeys1764680000000,
+  CreateIdempotencyAudit1764680100000,
+  ProtectStoredResponses1764680200000,
+};
 export {
   IDEMPOTENCY_KEYS_UP,
   IDEMPOTENCY_KEYS_DOWN,
@@ -14,16 +23,27 @@ export {
   IDEMPOTENCY_AUDIT_DOWN,
   idempotencyAuditUp,
 } from './idempotency-audit.sql.js';
+export {
+  RESPONSE_PROTECTION_UP,
+  RESPONSE_PROTECTION_DOWN,
+  responseProtectionUp,
+  responseProtectionDown,
+} from './idempotency-response-protection.sql.js';
 
 /** Every migration of the library, in order: `migrations: [...idempotencyMigrations, ...yours]`. */
 export const idempotencyMigrations = [
   CreateIdempotencyKeys1764680000000,
   CreateIdempotencyAudit1764680100000,
+  ProtectStoredResponses1764680200000,
 ];
 
 /** Every statement, for a table of another name (the module's `tableName` option). */
 export function idempotencySchema(tableName = 'idempotency_keys'): string[] {
-  return [...idempotencyKeysUp(tableName), ...idempotencyAuditUp(tableName)];
+  return [
+    ...idempotencyKeysUp(tableName),
+    ...idempotencyAuditUp(tableName),
+    ...responseProtectionUp(tableName),
+  ];
 }
 
 /** The plain `.sql` files shipped in `migrations/`, by file name. */
@@ -33,6 +53,10 @@ export function idempotencySqlFiles(): Record<string, string> {
     '002_idempotency_audit.sql': renderSqlFile(
       'audit trail and reconciliation views',
       IDEMPOTENCY_AUDIT_UP,
+    ),
+    '003_response_protection.sql': renderSqlFile(
+      'encrypted and digest-only responses (records and archive)',
+      RESPONSE_PROTECTION_UP,
     ),
   };
 }

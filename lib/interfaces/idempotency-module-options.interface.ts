@@ -32,6 +32,22 @@ export interface IdempotencyCleanupOptions {
   retentionSeconds?: number;
 }
 
+/** Keys for encrypting stored responses (AES-256-GCM), with rotation. */
+export interface IdempotencyEncryptionOptions {
+  /**
+   * Every key that may have sealed a stored response, by key id (1-64 visible ASCII characters,
+   * stored per row in `response_key_id`). Each key is exactly 32 bytes: a `Buffer`, or a base64
+   * string. Keep a retired key listed until the rows it sealed have expired.
+   * @example { '2026-11': process.env.IDEM_KEY_2026_11!, '2026-12': process.env.IDEM_KEY_2026_12! }
+   */
+  keys: Record<string, Buffer | string>;
+  /**
+   * The key id that seals new responses; it must be one of `keys`.
+   * @example '2026-12'
+   */
+  activeKeyId: string;
+}
+
 /** What `storeIf` decides on: keep the response and replay it, or release the key. */
 export type StoreIfFn = (statusCode: number, error: unknown) => boolean;
 
@@ -132,6 +148,16 @@ export interface IdempotencyModuleOptions {
    * @default { maxEntries: 10000, maxBytes: 33554432, ttlSeconds: 60 }
    */
   replayCache?: false | { maxEntries?: number; maxBytes?: number; ttlSeconds?: number };
+  /**
+   * Encrypts stored responses at rest: the replayed headers and the body are sealed together into
+   * `response_raw` with AES-256-GCM under the active key, `response_headers` and the queryable
+   * `response_body` copy are not written. A row sealed with a key id that is no longer listed
+   * is not replayed (`409 idempotency_response_not_replayable`, and an error is logged).
+   * Start-up fails when a key is not 32 bytes or `activeKeyId` is not listed.
+   * @default undefined (responses are stored in plaintext)
+   * @example { keys: { '2026-12': process.env.IDEM_KEY_2026_12! }, activeKeyId: '2026-12' }
+   */
+  encryption?: IdempotencyEncryptionOptions;
   /** Cleanup of expired records. */
   cleanup?: IdempotencyCleanupOptions;
 }

@@ -18,13 +18,20 @@ export interface ClaimRequest extends IdempotencyScope {
 export interface Lease {
   id: string;
   token: string;
+  /** What was claimed, set by the store that issued the lease; an encrypted response is bound to it. */
+  claimed?: IdempotencyScope & { requestHash: string };
 }
 
-/** A response as it went over the wire. `body` is null when it was too large to keep. */
+/** A response as it went over the wire. `body` is null when it was not kept (see `omitted`). */
 export interface StoredResponse {
   statusCode: number;
   headers: Record<string, string>;
   body: Buffer | null;
+  /**
+   * Why a completed record has no body to replay: larger than `maxResponseBytes`, a
+   * `storeResponse: 'digest'` route, or sealed with a key that is not configured (or tampered).
+   */
+  omitted?: 'too_large' | 'digest' | 'undecryptable';
 }
 
 export type ClaimOutcome =
@@ -50,6 +57,11 @@ export interface ReplayEvent {
 export interface Completion extends StoredResponse {
   /** The body as JSON text when it is JSON (kept queryable in `response_body`), else null. */
   bodyJson: string | null;
+  /**
+   * SHA-256 (hex) of the body the client got, on `storeResponse: 'digest'` routes: only the
+   * status and this digest are stored (`body`, `bodyJson` and the headers are not).
+   */
+  bodyDigest?: string | null;
   transactionId: string | null;
   ttlSeconds: number;
 }

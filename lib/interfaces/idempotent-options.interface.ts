@@ -31,4 +31,14 @@ export interface IdempotentOptions {
    * @default false
    */
   transactional?: boolean;
+  /**
+   * What is kept of the response. `'full'`: status, replayed headers and body, replayed
+   * byte-identically. `'digest'`: only the status and a SHA-256 of the body (`response_digest`),
+   * never the body or headers, for responses that must not rest in the database (card data,
+   * personal data); a retry then gets `409 idempotency_response_not_replayable` with
+   * `original_status` instead of the body, and the operation still never runs twice.
+   * @default 'full'
+   * @example @Idempotent({ storeResponse: 'digest' })
+   */
+  storeResponse?: 'full' | 'digest';
 }

@@ -5,6 +5,7 @@ import {
   idempotencyMigrations,
   idempotencySchema,
   idempotencySqlFiles,
+  RESPONSE_PROTECTION_UP,
 } from '../../migrations/index.js';
 
 const sqlFiles = () => Object.values(idempotencySqlFiles()).join('\n');
@@ -32,6 +33,7 @@ describe('migrations', () => {
     expect(first.map((m) => m.name)).toEqual([
       'CreateIdempotencyKeys1764680000000',
       'CreateIdempotencyAudit1764680100000',
+      'ProtectStoredResponses1764680200000',
     ]);
     await ds.query(
       `INSERT INTO idempotency_keys (idempotency_key, endpoint, request_hash, expires_at) VALUES ('k', 'POST /x', repeat('a', 64), now())`,
@@ -53,6 +55,8 @@ describe('migrations', () => {
       status_code: 'smallint',
       response_body: 'jsonb',
       response_raw: 'bytea',
+      response_key_id: 'character varying',
+      response_digest: 'character',
       transaction_id: 'character varying',
       created_at: 'timestamp with time zone',
       completed_at: 'timestamp with time zone',
@@ -62,7 +66,19 @@ describe('migrations', () => {
     expect((await indexes(db)).map((i: any) => i.indexname)).toEqual(
       expect.arrayContaining(['uq_idempotency_keys_scope', 'idx_idempotency_keys_expires_at']),
     );
+    // The archive copies records column by column, so it gets the new columns too.
+    expect(await columns(db, 'idempotency_keys_archive')).toEqual(
+      expect.arrayContaining([
+        { column_name: 'response_key_id', data_type: 'character varying' },
+        { column_name: 'response_digest', data_type: 'character' },
+      ]),
+    );
     // Reverting removes it; the table never comes from synchronize.
+    await ds.undoLastMigration();
+    expect((await columns(db)).map((c: any) => c.column_name)).not.toContain('response_key_id');
+    expect(
+      (await columns(db, 'idempotency_keys_archive')).map((c: any) => c.column_name),
+    ).not.toContain('response_digest');
     await ds.undoLastMigration();
     await ds.undoLastMigration();
     expect(await columns(db)).toEqual([]);
@@ -84,6 +100,46 @@ describe('migrations', () => {
     expect(await db.dataSource.query('SELECT count(*)::int AS n FROM idempotency_keys')).toEqual([
       { n: 1 },
     ]);
+  });
+
+  it('migration 3 is harmless on a live table, and its down() never leaves a sealed body to replay as plaintext', async () => {
+    db = await createTestDatabase('mig_protect');
+    const ds = db.newDataSource({ migrations: idempotencyMigrations });
+    await ds.initialize();
+    await ds.runMigrations();
+    const insert = (key: string, raw: string, keyId: string | null) =>
+      ds.query(
+        `INSERT INTO idempotency_keys (idempotency_key, endpoint, request_hash, status, status_code, response_raw, response_key_id)
+         VALUES ($1, 'POST /x', repeat('a', 64), 'completed', 201, $2, $3)`,
+        [key, Buffer.from(raw), keyId],
+      );
+    await insert('sealed', 'ciphertext', 'A');
+    await insert('plain', '{"ok":true}', null);
+    const copied = `id, idempotency_key, endpoint, user_id, request_hash, status, status_code,
+      response_raw, response_key_id, replay_count, created_at, expires_at`;
+    await ds.query(
+      `INSERT INTO idempotency_keys_archive (${copied}) SELECT ${copied} FROM idempotency_keys`,
+    );
+    await ds.query(`UPDATE idempotency_keys SET id = gen_random_uuid()`);
+    // Running the statements again (as the plain SQL file may be) changes nothing.
+    for (const statement of RESPONSE_PROTECTION_UP) await ds.query(statement);
+    expect(await ds.query('SELECT count(*)::int AS n FROM idempotency_keys')).toEqual([{ n: 2 }]);
+
+    await ds.undoLastMigration();
+    for (const table of ['idempotency_keys', 'idempotency_keys_archive']) {
+      const rows = await ds.query(
+        `SELECT idempotency_key, encode(response_raw, 'escape') AS raw FROM ${table} ORDER BY 1`,
+      );
+      expect(rows).toEqual([
+        { idempotency_key: 'plain', raw: '{"ok":true}' },
+        { idempotency_key: 'sealed', raw: null },
+      ]);
+    }
+    // Up again restores the columns.
+    await ds.runMigrations();
+    await ds.destroy();
+    await db.dataSource.initialize();
+    expect((await columns(db)).map((c: any) => c.column_name)).toContain('response_key_id');
   });
 
   it('enforces one record per (key, endpoint, user)', async () => {
@@ -110,6 +166,7 @@ describe('migrations', () => {
     for (const [custom, standard] of [
       ['idem_keys', 'idempotency_keys'],
       ['idem_keys_archive', 'idempotency_keys_archive'],
+      ['idem_keys_all', 'idempotency_keys_all'],
       ['idem_keys_deduplications', 'idempotency_keys_deduplications'],
     ]) {
       expect(await columns(db, custom)).toEqual(await columns(db, standard));

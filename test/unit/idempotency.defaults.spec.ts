@@ -13,6 +13,7 @@ describe('resolveIdempotencyOptions', () => {
     expect(o.leaseSeconds).toBe(IDEMPOTENCY_DEFAULTS.leaseSeconds);
     expect(o.cleanup).toEqual(IDEMPOTENCY_DEFAULTS.cleanup);
     expect(o.getUserId({ user: { id: 42 } })).toBe(42);
+    expect(o.encryption).toBeNull();
   });
 
   it('merges nested cleanup options over the defaults', () => {
@@ -30,6 +31,8 @@ describe('resolveIdempotencyOptions', () => {
     [{ leaseSeconds: -1 }, /leaseSeconds/],
     [{ tableName: 'keys; DROP TABLE users' }, /tableName/],
     [{ cleanup: { batchSize: 0 } }, /batchSize/],
+    [{ encryption: { keys: { a: Buffer.alloc(16) }, activeKeyId: 'a' } }, /exactly 32 bytes/],
+    [{ encryption: { keys: { a: Buffer.alloc(32) }, activeKeyId: 'b' } }, /activeKeyId "b"/],
   ])('refuses settings that cannot work: %j', (bad, message) => {
     expect(() => resolveIdempotencyOptions({ dataSource, ...bad })).toThrow(message);
   });
