@@ -41,7 +41,11 @@ const initializedHere = new WeakSet<DataSource>();
       provide: IDEMPOTENCY_STORE,
       inject: [IDEMPOTENCY_RESOLVED_OPTIONS],
       useFactory: (options: ResolvedIdempotencyOptions) =>
-        new PostgresIdempotencyStore(options.dataSource, options.tableName),
+        new PostgresIdempotencyStore(
+          options.dataSource,
+          options.tableName,
+          options.statementTimeoutMs,
+        ),
     },
     IdempotencyCleanupService,
     ReplayAuditService,

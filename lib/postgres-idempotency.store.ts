@@ -1,5 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
+import {
+  CLEANUP_RUNS_MIN_RETENTION_SECONDS,
+  IDEMPOTENCY_DEFAULTS,
+} from './idempotency.defaults.js';
 import { buildStatements, type IdempotencyStatements } from './idempotency.sql.js';
 import type {
   ClaimOutcome,
@@ -10,16 +14,7 @@ import type {
   Lease,
   ReplayEvent,
 } from './interfaces/idempotency-store.interface.js';
-
-interface Queryable {
-  query(config: { name?: string; text: string; values: unknown[] }): Promise<{
-    rows: Record<string, unknown>[];
-    rowCount: number | null;
-  }>;
-}
-interface Pool extends Queryable {
-  connect(): Promise<Queryable & { release(err?: boolean): void }>;
-}
+import { DeadlinePool, type Pool, type Queryable, queryWithin } from './pg-deadline.js';
 
 interface ExistingRow {
   id: string;
@@ -43,10 +38,13 @@ const MAX_CLAIM_ROUNDS = 5;
  */
 export class PostgresIdempotencyStore implements IdempotencyStore {
   private readonly sql: IdempotencyStatements;
+  /** Every statement of the store goes through this: a hung database fails it after the deadline. */
+  private readonly pool: DeadlinePool;
 
   constructor(
     private readonly dataSource: DataSource,
     private readonly tableName: string,
+    statementTimeoutMs: number = IDEMPOTENCY_DEFAULTS.statementTimeoutMs,
   ) {
     if (dataSource.options.type !== 'postgres') {
       throw new Error(
@@ -54,10 +52,10 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
       );
     }
     this.sql = buildStatements(tableName);
-  }
-
-  private get pool(): Pool {
-    return (this.dataSource.driver as unknown as { master: Pool }).master;
+    this.pool = new DeadlinePool(
+      () => (this.dataSource.driver as unknown as { master: Pool }).master,
+      statementTimeoutMs,
+    );
   }
 
   async claim(req: ClaimRequest): Promise<ClaimOutcome> {
@@ -119,7 +117,11 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
       // The transaction's own pg client, so the prepared statement is reused there too.
       const client = (transaction.queryRunner as unknown as { databaseConnection: Queryable })
         .databaseConnection;
-      const { rowCount } = await client.query({ ...this.sql.complete, values });
+      const { rowCount } = await queryWithin(
+        client,
+        { ...this.sql.complete, values },
+        this.pool.timeoutMs,
+      );
       return rowCount === 1;
     }
     const { rowCount } = await this.pool.query({ ...this.sql.complete, values });
@@ -157,8 +159,11 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
   async cleanup(options: { batchSize: number; retentionSeconds: number }): Promise<CleanupResult> {
     const lockName = `nestjs-pg-idempotency:cleanup:${this.tableName}`;
     const client = await this.pool.connect();
+    const run = (text: string, values: unknown[]) =>
+      queryWithin(client, { text, values }, this.pool.timeoutMs);
+    let failed: Error | undefined;
     try {
-      const { rows } = await client.query({ text: this.sql.cleanupLock, values: [lockName] });
+      const { rows } = await run(this.sql.cleanupLock, [lockName]);
       if (!rows[0]?.locked) return { ran: false, deleted: 0, batches: 0, longestBatchMs: 0 };
       const startedAt = new Date();
       let deleted = 0;
@@ -168,10 +173,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
         for (const [index, text] of this.sql.cleanupBatches.entries()) {
           for (;;) {
             const started = performance.now();
-            const { rowCount } = await client.query({
-              text,
-              values: [options.batchSize, options.retentionSeconds],
-            });
+            const { rowCount } = await run(text, [options.batchSize, options.retentionSeconds]);
             longestBatchMs = Math.max(longestBatchMs, performance.now() - started);
             batches++;
             // Records count as deleted; replay events of those records go with them.
@@ -179,13 +181,20 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
             if ((rowCount ?? 0) < options.batchSize) break;
           }
         }
-        await client.query({ text: this.sql.cleanupRun, values: [startedAt, deleted, batches] });
+        await run(this.sql.cleanupRun, [startedAt, deleted, batches]);
+        await run(this.sql.cleanupOldRuns, [
+          Math.max(options.retentionSeconds, CLEANUP_RUNS_MIN_RETENTION_SECONDS),
+        ]);
       } finally {
-        await client.query({ text: this.sql.cleanupUnlock, values: [lockName] });
+        await run(this.sql.cleanupUnlock, [lockName]);
       }
       return { ran: true, deleted, batches, longestBatchMs: Math.round(longestBatchMs) };
+    } catch (err) {
+      failed = err as Error;
+      throw err;
     } finally {
-      client.release();
+      // A failed connection (a hung one was ended) is not handed back for reuse.
+      client.release(failed);
     }
   }
 }
