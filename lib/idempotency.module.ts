@@ -15,6 +15,7 @@ import type { IdempotencyModuleOptions } from './interfaces/idempotency-module-o
 import { PostgresIdempotencyStore } from './postgres-idempotency.store.js';
 import { ReplayAuditService } from './replay-audit.service.js';
 import { ReplayCache } from './replay-cache.js';
+import { SchemaCheckService } from './schema-check.service.js';
 
 const initializedHere = new WeakSet<DataSource>();
 
@@ -47,6 +48,7 @@ const initializedHere = new WeakSet<DataSource>();
           options.statementTimeoutMs,
         ),
     },
+    SchemaCheckService,
     IdempotencyCleanupService,
     ReplayAuditService,
     {
