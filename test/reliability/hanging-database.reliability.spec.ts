@@ -98,6 +98,24 @@ describe.each<Platform>(['express', 'fastify'])('PostgreSQL hangs (%s)', (platfo
     }
   });
 
+  it('bounds the completion write too: the handler ran, so its response goes out within about statementTimeoutMs', async () => {
+    const key = randomUUID();
+    const started = Date.now();
+    const pending = send(f.url, '/slow', { key, body: { ms: 600, key } });
+    await waitFor('the handler to start', async () => f.exec.count('slow', key) === 1, 5_000, 10);
+    proxy.blackhole();
+    const res = await pending;
+    const ms = Date.now() - started;
+    expect(res.status).toBe(201);
+    expect(res.json()).toEqual({ done: expect.any(Number) });
+    expect(ms).toBeLessThan(600 + TIMEOUT_MS + 2_000);
+    proxy.resume();
+    // The claim stays (or the late completion landed after all): a retry never runs it again.
+    const retry = await send(f.url, '/slow', { key, body: { ms: 600, key } });
+    expect([200, 201, 409]).toContain(retry.status);
+    expect(f.exec.count('slow', key)).toBe(1);
+  });
+
   it('keeps the replay audit within replayAuditMaxBuffered while writes hang, reports drops once per interval, then writes again', async () => {
     const audit = f.app.get(ReplayAuditService);
     const key = randomUUID();
