@@ -6,9 +6,17 @@
  * write again afterwards.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Body, Controller, Module, Post } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { ReplayAuditService } from '../../lib/index.js';
+import {
+  Idempotent,
+  IdempotencyCtx,
+  IdempotencyModule,
+  ReplayAuditService,
+  type IdempotencyContext,
+} from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send } from '../fixtures/http-client.js';
 import { LogCapture } from '../fixtures/log-capture.js';
@@ -161,5 +169,71 @@ describe.each<Platform>(['express', 'fastify'])('PostgreSQL hangs (%s)', (platfo
     await send(f.url, '/charges', { key, body: { key } });
     await audit.flush();
     expect((await db.records('idempotency_key = $1', [key]))[0].replay_count).toBe(written + 1);
+  });
+});
+
+describe('PostgreSQL hangs before a transactional completion', () => {
+  let db: MigratedDatabase;
+  let proxy: TcpProxy;
+  let url: string;
+  let close: (() => Promise<void>) | undefined;
+  let runs = 0;
+
+  beforeAll(async () => {
+    db = await createMigratedDatabase('rel_hang_tx');
+    await db.dataSource.query(`CREATE TABLE ledger (id bigserial PRIMARY KEY, ref text NOT NULL)`);
+    proxy = TcpProxy.forUrl(db.url);
+    await proxy.start();
+    const dataSource = new DataSource({
+      type: 'postgres',
+      url: proxy.wrap(db.url),
+      poolErrorHandler: () => undefined,
+    });
+    @Controller('ledger')
+    class LedgerController {
+      @Post()
+      @Idempotent({ transactional: true })
+      async charge(@Body() body: { ref: string }, @IdempotencyCtx() idem: IdempotencyContext) {
+        runs++;
+        await idem.manager!.query(`INSERT INTO ledger (ref) VALUES ($1)`, [body.ref]);
+        proxy.blackhole(); // the completion UPDATE on this transaction gets no answer
+        return { ref: body.ref };
+      }
+    }
+    @Module({
+      imports: [
+        IdempotencyModule.forRoot({
+          dataSource,
+          statementTimeoutMs: TIMEOUT_MS,
+          cleanup: { enabled: false },
+        }),
+      ],
+      controllers: [LedgerController],
+    })
+    class AppModule {}
+    const app = await NestFactory.create(AppModule, { logger: false });
+    await app.listen(0, '127.0.0.1');
+    url = `http://127.0.0.1:${app.getHttpServer().address().port}`;
+    close = () => app.close();
+  }, 30_000);
+  afterAll(async () => {
+    proxy?.resume();
+    await close?.();
+    await proxy?.stop();
+    await db?.drop();
+  }, 30_000);
+
+  it('answers 503 within about twice statementTimeoutMs (completion, then release) and commits nothing', async () => {
+    const key = randomUUID();
+    const started = Date.now();
+    const res = await send(url, '/ledger', { key, body: { ref: key } });
+    expect(res.status).toBe(503);
+    expect(res.json()).toMatchObject({ code: 'idempotency_store_unavailable' });
+    expect(Date.now() - started).toBeLessThan(2 * TIMEOUT_MS + 2_000);
+    expect(runs).toBe(1);
+    proxy.resume();
+    // The transaction's connection was closed before COMMIT: its ledger row never existed.
+    await sleep(200);
+    expect(await db.dataSource.query('SELECT ref FROM ledger WHERE ref = $1', [key])).toEqual([]);
   });
 });
