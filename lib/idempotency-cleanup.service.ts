@@ -72,9 +72,10 @@ export class IdempotencyCleanupService
       })
       .then((result) => {
         if (result.ran) {
-          this.logger.log(
-            `Deleted ${result.deleted} expired idempotency records in ${result.batches} batches (slowest ${result.longestBatchMs} ms)`,
-          );
+          const line = `Deleted ${result.deleted} expired idempotency records in ${result.batches} batches (slowest ${result.longestBatchMs} ms)`;
+          // Every ten minutes by default: a run that found nothing is not news.
+          if (result.deleted > 0) this.logger.log(line);
+          else this.logger.debug?.(line);
         } else {
           this.logger.debug?.('Another instance holds the cleanup lock; skipped');
         }

@@ -1,3 +1,4 @@
+import { validateCronExpression } from 'cron';
 import type { DataSource } from 'typeorm';
 import { quoteTable } from './idempotency.sql.js';
 import type { ReplayCacheLimits } from './replay-cache.js';
@@ -7,6 +8,9 @@ import type {
   IdempotencyRequest,
   StoreIfFn,
 } from './interfaces/idempotency-module-options.interface.js';
+
+/** Cleanup keeps its run log at least this long (30 days), or `retentionSeconds` if longer. */
+export const CLEANUP_RUNS_MIN_RETENTION_SECONDS = 30 * 86_400;
 
 /** Every default of the library, in one place. */
 export const IDEMPOTENCY_DEFAULTS = {
@@ -31,6 +35,8 @@ export const IDEMPOTENCY_DEFAULTS = {
   tableName: 'idempotency_keys',
   replayAudit: 'batched' as 'batched' | 'off',
   replayAuditFlushMs: 1_000,
+  replayAuditMaxBuffered: 10_000,
+  statementTimeoutMs: 5_000,
   replayCache: { maxEntries: 10_000, maxBytes: 32 * 1024 * 1024, ttlSeconds: 60 },
   /** Per route (`@Idempotent({ storeResponse })`): keep the whole response for replay. */
   storeResponse: 'full' as 'full' | 'digest',
@@ -60,9 +66,36 @@ export interface ResolvedIdempotencyOptions extends Required<
   encryption: ResponseCipher | null;
 }
 
-function positive(name: string, value: number): number {
-  if (!Number.isFinite(value) || value <= 0) {
-    throw new Error(`nestjs-pg-idempotency: ${name} must be a positive number, got ${value}`);
+/** `-1`, `NaN`, `string "3600"`: what was passed, with its type when it is not a number. */
+function describeValue(value: unknown): string {
+  if (typeof value === 'number') return String(value);
+  let shown: string;
+  try {
+    shown = JSON.stringify(value) ?? String(value);
+  } catch {
+    shown = String(value);
+  }
+  return `${value === null ? 'null' : typeof value} ${shown}`;
+}
+
+function positive(name: string, value: number, min = Number.MIN_VALUE): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min) {
+    const what = min === 0 ? 'a non-negative number' : 'a positive number';
+    throw new Error(`nestjs-pg-idempotency: ${name} must be ${what}, got ${describeValue(value)}`);
+  }
+  return value;
+}
+
+/** A bad expression would otherwise crash bootstrap later with the cron package's bare error. */
+function cronExpression(name: string, value: string): string {
+  const check =
+    typeof value === 'string'
+      ? validateCronExpression(value)
+      : { valid: false, error: new Error('not a string') };
+  if (!check.valid) {
+    throw new Error(
+      `nestjs-pg-idempotency: ${name} must be a cron expression (e.g. '0 */10 * * * *'), got ${describeValue(value)}: ${check.error?.message}`,
+    );
   }
   return value;
 }
@@ -100,6 +133,16 @@ export function resolveIdempotencyOptions(
       'replayAuditFlushMs',
       options.replayAuditFlushMs ?? d.replayAuditFlushMs,
     ),
+    replayAuditMaxBuffered: positive(
+      'replayAuditMaxBuffered',
+      options.replayAuditMaxBuffered ?? d.replayAuditMaxBuffered,
+      1,
+    ),
+    statementTimeoutMs: positive(
+      'statementTimeoutMs',
+      options.statementTimeoutMs ?? d.statementTimeoutMs,
+      1,
+    ),
     getUserId: options.getUserId ?? d.getUserId,
     fingerprint: options.fingerprint ?? d.fingerprint,
     storeIf: options.storeIf ?? d.storeIf,
@@ -109,5 +152,7 @@ export function resolveIdempotencyOptions(
     encryption: options.encryption === undefined ? null : new ResponseCipher(options.encryption),
   };
   positive('cleanup.batchSize', resolved.cleanup.batchSize);
+  positive('cleanup.retentionSeconds', resolved.cleanup.retentionSeconds, 0);
+  cronExpression('cleanup.cron', resolved.cleanup.cron);
   return resolved;
 }

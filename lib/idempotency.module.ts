@@ -16,6 +16,7 @@ import type { IdempotencyModuleOptions } from './interfaces/idempotency-module-o
 import { PostgresIdempotencyStore } from './postgres-idempotency.store.js';
 import { ReplayAuditService } from './replay-audit.service.js';
 import { ReplayCache } from './replay-cache.js';
+import { SchemaCheckService } from './schema-check.service.js';
 
 const initializedHere = new WeakSet<DataSource>();
 
@@ -42,8 +43,12 @@ const initializedHere = new WeakSet<DataSource>();
       provide: IDEMPOTENCY_STORE,
       inject: [IDEMPOTENCY_RESOLVED_OPTIONS],
       useFactory: (options: ResolvedIdempotencyOptions) =>
-        new PostgresIdempotencyStore(options.dataSource, options.tableName, options.encryption),
+        new PostgresIdempotencyStore(options.dataSource, options.tableName, {
+          cipher: options.encryption,
+          statementTimeoutMs: options.statementTimeoutMs,
+        }),
     },
+    SchemaCheckService,
     IdempotencyCleanupService,
     ReplayAuditService,
     {

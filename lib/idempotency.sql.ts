@@ -151,6 +151,8 @@ RETURNING expires_at, extract(epoch FROM expires_at - clock_timestamp())::float8
    ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)`,
     ],
     cleanupRun: `INSERT INTO ${cleanupRuns} (started_at, deleted, batches) VALUES ($1, $2, $3)`,
+    /** The run log is pruned too; its rows are few (one per run), so one statement. */
+    cleanupOldRuns: `DELETE FROM ${cleanupRuns} WHERE finished_at < now() - make_interval(secs => $1)`,
   };
 }
 

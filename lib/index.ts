@@ -2,7 +2,7 @@ export { IdempotencyModule } from './idempotency.module.js';
 export { Idempotent } from './idempotent.decorator.js';
 export { IdempotencyInterceptor } from './idempotency.interceptor.js';
 export { IdempotencyCleanupService } from './idempotency-cleanup.service.js';
-export { ReplayAuditService } from './replay-audit.service.js';
+export { ReplayAuditService, type ReplayAuditCounts } from './replay-audit.service.js';
 export { PostgresIdempotencyStore } from './postgres-idempotency.store.js';
 export {
   IdempotencyContext,

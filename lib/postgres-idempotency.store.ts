@@ -1,5 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
+import {
+  CLEANUP_RUNS_MIN_RETENTION_SECONDS,
+  IDEMPOTENCY_DEFAULTS,
+} from './idempotency.defaults.js';
 import { buildStatements, type IdempotencyStatements } from './idempotency.sql.js';
 import type { ResponseCipher } from './response-cipher.js';
 import { StoredResponseCodec, type StoredRow } from './stored-response.codec.js';
@@ -13,16 +17,13 @@ import type {
   Lease,
   ReplayEvent,
 } from './interfaces/idempotency-store.interface.js';
-
-interface Queryable {
-  query(config: { name?: string; text: string; values: unknown[] }): Promise<{
-    rows: Record<string, unknown>[];
-    rowCount: number | null;
-  }>;
-}
-interface Pool extends Queryable {
-  connect(): Promise<Queryable & { release(err?: boolean): void }>;
-}
+import {
+  DeadlinePool,
+  type Pool,
+  type Queryable,
+  type QueryConfig,
+  queryWithin,
+} from './pg-deadline.js';
 
 interface ExistingRow extends StoredRow {
   id: string;
@@ -45,12 +46,17 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
   private readonly sql: IdempotencyStatements;
   private readonly codec: StoredResponseCodec;
   private isolation?: Promise<string>;
+  /** Every statement of the store goes through this: a hung database fails it after the deadline. */
+  private readonly pool: DeadlinePool;
 
   constructor(
     private readonly dataSource: DataSource,
     private readonly tableName: string,
-    /** Seals stored responses (the `encryption` option); null keeps them in plaintext. */
-    cipher: ResponseCipher | null = null,
+    options: {
+      /** Seals stored responses (the `encryption` option); null keeps them in plaintext. */
+      cipher?: ResponseCipher | null;
+      statementTimeoutMs?: number;
+    } = {},
   ) {
     if (dataSource.options.type !== 'postgres') {
       throw new Error(
@@ -58,11 +64,11 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
       );
     }
     this.sql = buildStatements(tableName);
-    this.codec = new StoredResponseCodec(cipher);
-  }
-
-  private get pool(): Pool {
-    return (this.dataSource.driver as unknown as { master: Pool }).master;
+    this.codec = new StoredResponseCodec(options.cipher ?? null);
+    this.pool = new DeadlinePool(
+      () => (this.dataSource.driver as unknown as { master: Pool }).master,
+      options.statementTimeoutMs ?? IDEMPOTENCY_DEFAULTS.statementTimeoutMs,
+    );
   }
 
   async claim(req: ClaimRequest): Promise<ClaimOutcome> {
@@ -133,7 +139,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
       kept.keyId,
       kept.digest,
     ];
-    const { rows } = await this.on(transaction).query({ ...this.sql.complete, values });
+    const { rows } = await this.on(transaction, { ...this.sql.complete, values });
     const row = rows[0] as { expires_at: Date; seconds_left: number } | undefined;
     return row ? { expiresAt: row.expires_at, secondsLeft: row.seconds_left } : null;
   }
@@ -147,7 +153,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
       throw err;
     });
     if (isolation === 'read committed') return false;
-    const { rowCount } = await this.on(transaction).query({
+    const { rowCount } = await this.on(transaction, {
       ...this.sql.lockClaim,
       values: [lease.id, lease.token],
     });
@@ -155,11 +161,15 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     return true;
   }
 
-  /** The transaction's own pg client (so prepared statements are reused there too), or the pool. */
-  private on(transaction?: EntityManager): Queryable {
-    if (!transaction?.queryRunner) return this.pool;
-    return (transaction.queryRunner as unknown as { databaseConnection: Queryable })
+  /**
+   * Runs a statement in the transaction's own pg client (so prepared statements are reused there
+   * too), or on the pool; under the same deadline either way.
+   */
+  private on(transaction: EntityManager | undefined, config: QueryConfig) {
+    if (!transaction?.queryRunner) return this.pool.query(config);
+    const client = (transaction.queryRunner as unknown as { databaseConnection: Queryable })
       .databaseConnection;
+    return queryWithin(client, config, this.pool.timeoutMs);
   }
 
   async recordReplays(replays: readonly ReplayEvent[]): Promise<void> {
@@ -193,8 +203,11 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
   async cleanup(options: { batchSize: number; retentionSeconds: number }): Promise<CleanupResult> {
     const lockName = `nestjs-pg-idempotency:cleanup:${this.tableName}`;
     const client = await this.pool.connect();
+    const run = (text: string, values: unknown[]) =>
+      queryWithin(client, { text, values }, this.pool.timeoutMs);
+    let failed: Error | undefined;
     try {
-      const { rows } = await client.query({ text: this.sql.cleanupLock, values: [lockName] });
+      const { rows } = await run(this.sql.cleanupLock, [lockName]);
       if (!rows[0]?.locked) return { ran: false, deleted: 0, batches: 0, longestBatchMs: 0 };
       const startedAt = new Date();
       let deleted = 0;
@@ -204,10 +217,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
         for (const [index, text] of this.sql.cleanupBatches.entries()) {
           for (;;) {
             const started = performance.now();
-            const { rowCount } = await client.query({
-              text,
-              values: [options.batchSize, options.retentionSeconds],
-            });
+            const { rowCount } = await run(text, [options.batchSize, options.retentionSeconds]);
             longestBatchMs = Math.max(longestBatchMs, performance.now() - started);
             batches++;
             // Records count as deleted; replay events of those records go with them.
@@ -215,13 +225,20 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
             if ((rowCount ?? 0) < options.batchSize) break;
           }
         }
-        await client.query({ text: this.sql.cleanupRun, values: [startedAt, deleted, batches] });
+        await run(this.sql.cleanupRun, [startedAt, deleted, batches]);
+        await run(this.sql.cleanupOldRuns, [
+          Math.max(options.retentionSeconds, CLEANUP_RUNS_MIN_RETENTION_SECONDS),
+        ]);
       } finally {
-        await client.query({ text: this.sql.cleanupUnlock, values: [lockName] });
+        await run(this.sql.cleanupUnlock, [lockName]);
       }
       return { ran: true, deleted, batches, longestBatchMs: Math.round(longestBatchMs) };
+    } catch (err) {
+      failed = err as Error;
+      throw err;
     } finally {
-      client.release();
+      // A failed connection (a hung one was ended) is not handed back for reuse.
+      client.release(failed);
     }
   }
 }

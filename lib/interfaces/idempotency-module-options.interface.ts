@@ -13,7 +13,7 @@ export interface IdempotencyCleanupOptions {
    */
   enabled?: boolean;
   /**
-   * Cron expression (six fields allowed: seconds first).
+   * Cron expression (six fields allowed: seconds first); validated at start-up.
    * @default '0 *\/10 * * * *' (every ten minutes)
    * @example '0 3 * * *'
    */
@@ -25,7 +25,8 @@ export interface IdempotencyCleanupOptions {
   batchSize?: number;
   /**
    * How long a record is kept after `expires_at` before cleanup deletes it (audit retention).
-   * Retained records never replay: past `expires_at` the key is new again.
+   * Retained records never replay: past `expires_at` the key is new again. The log of cleanup
+   * runs (`<table>_cleanup_runs`) is kept this long too, and at least 30 days.
    * @default 0
    * @example 90 * 24 * 3600 // keep 90 days for finance
    */
@@ -141,6 +142,25 @@ export interface IdempotencyModuleOptions {
    * @default 1000
    */
   replayAuditFlushMs?: number;
+  /**
+   * Most replay events held in memory waiting to be written (buffered plus the batch being
+   * written). While PostgreSQL is slow or unreachable, events past this are dropped and counted,
+   * with one warning per flush interval saying how many.
+   * @default 10000
+   * @example 50_000 // more room for a long outage, ~100 bytes per event
+   */
+  replayAuditMaxBuffered?: number;
+  /**
+   * Client-side deadline, in milliseconds, on each of the library's own statements (claim,
+   * completion, release, lease renewal, replay audit, cleanup batches), including the wait for a
+   * pool connection. A database that accepts connections but does not answer then fails the
+   * request with `503 idempotency_store_unavailable` instead of holding it forever; the connection
+   * of a timed-out statement is closed, never reused. Not a server-side `statement_timeout`: it
+   * also fires when the TCP peer hangs.
+   * @default 5000
+   * @example 2000 // clients that retry after 2 s should not wait longer than that for a 503
+   */
+  statementTimeoutMs?: number;
   /**
    * Completed responses kept in memory so a repeated replay needs no round trip. Entries die
    * before the record expires (measured by the database clock) and after `ttlSeconds` at most;

@@ -10,6 +10,7 @@ import {
   type IdempotencyCleanupOptions,
 } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+import { LogCapture } from '../fixtures/log-capture.js';
 
 describe('cleanup', () => {
   let db: MigratedDatabase;
@@ -25,7 +26,11 @@ describe('cleanup', () => {
     close = undefined;
   });
 
-  async function boot(cleanup: IdempotencyCleanupOptions, schedule = false) {
+  async function boot(
+    cleanup: IdempotencyCleanupOptions,
+    schedule = false,
+    logger: LogCapture | false = false,
+  ) {
     @Module({
       imports: [
         IdempotencyModule.forRoot({ dataSource: db.dataSource, cleanup }),
@@ -33,7 +38,7 @@ describe('cleanup', () => {
       ],
     })
     class AppModule {}
-    const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
+    const app = await NestFactory.createApplicationContext(AppModule, { logger });
     await app.init();
     close = () => app.close();
     return app;
@@ -110,6 +115,60 @@ describe('cleanup', () => {
     while ((await count()) > 0 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 200));
     expect(await count()).toBe(0);
+  });
+
+  it('logs at LOG level only when a run deleted something, else at DEBUG', async () => {
+    const logs = new LogCapture();
+    const app = await boot({ enabled: false }, false, logs);
+    const cleanup = app.get(IdempotencyCleanupService);
+    expect((await cleanup.run()).deleted).toBe(0);
+    expect(logs.of('IdempotencyCleanup', 'log')).toEqual([]);
+    expect(logs.of('IdempotencyCleanup', 'debug').map((l) => l.message)).toEqual([
+      expect.stringMatching(/^Deleted 0 expired idempotency records/),
+    ]);
+    await seed(3, 60);
+    expect((await cleanup.run()).deleted).toBe(3);
+    expect(logs.of('IdempotencyCleanup', 'log').map((l) => l.message)).toEqual([
+      expect.stringMatching(/^Deleted 3 expired idempotency records/),
+    ]);
+  });
+
+  describe('the log of cleanup runs', () => {
+    beforeEach(async () => db.dataSource.query('TRUNCATE idempotency_keys_cleanup_runs'));
+    /** A past run, finished `days` ago; returns its id. */
+    const pastRun = async (days: number) =>
+      (
+        await db.dataSource.query(
+          `INSERT INTO idempotency_keys_cleanup_runs (started_at, finished_at, deleted, batches)
+           VALUES (now() - make_interval(days => $1), now() - make_interval(days => $1), 1, 1)
+           RETURNING id`,
+          [days],
+        )
+      )[0].id as string;
+    const runIds = async () =>
+      (await db.dataSource.query('SELECT id FROM idempotency_keys_cleanup_runs ORDER BY id')).map(
+        (r: { id: string }) => r.id,
+      );
+
+    it('keeps 30 days of runs by default, and deletes older ones', async () => {
+      await pastRun(45);
+      const recent = await pastRun(29);
+      const app = await boot({ enabled: false });
+      await app.get(IdempotencyCleanupService).run();
+      const ids = await runIds();
+      expect(ids).toHaveLength(2);
+      expect(ids[0]).toBe(recent); // the 45-day-old run is gone; this run was added
+    });
+
+    it('keeps runs as long as records when retentionSeconds is longer', async () => {
+      const old = await pastRun(45);
+      await pastRun(70);
+      const app = await boot({ enabled: false, retentionSeconds: 60 * 86_400 });
+      await app.get(IdempotencyCleanupService).run();
+      const ids = await runIds();
+      expect(ids).toHaveLength(2);
+      expect(ids[0]).toBe(old);
+    });
   });
 
   it("never imports ScheduleModule itself: without the app's, no job is registered", async () => {

@@ -7,7 +7,7 @@ import { IDEMPOTENCY_RESOLVED_OPTIONS, IdempotencyInterceptor } from '../../lib/
 
 /**
  * The round-trip budget: every statement the app sends goes through the pool of its DataSource,
- * so wrapping that pool's `query` counts exactly what each request path costs.
+ * so wrapping the `query` of each client it hands out counts exactly what each request path costs.
  */
 describe('round-trip budget', () => {
   let db: MigratedDatabase;
@@ -20,25 +20,23 @@ describe('round-trip budget', () => {
     await appDataSource.initialize();
     const pool = (
       appDataSource.driver as unknown as {
-        master: { query: (...a: any[]) => any; connect: (...a: any[]) => any };
+        master: { connect: (...a: any[]) => Promise<any> };
       }
     ).master;
-    const query = pool.query.bind(pool);
-    let inQuery = 0;
-    pool.query = (config: any, ...rest: any[]) => {
-      sent.push(typeof config === 'string' ? config : config.text);
-      inQuery++;
-      try {
-        return query(config, ...rest);
-      } finally {
-        inQuery--;
-      }
-    };
-    // pool.query() checks a client out synchronously; any other checkout is a dedicated connection.
+    // Every statement, by pool.query() or on a checked-out client, is one client.query().
+    const counted = new WeakSet<object>();
     const connect = pool.connect.bind(pool);
-    pool.connect = (...args: any[]) => {
-      if (inQuery === 0) sent.push('<dedicated connection>');
-      return connect(...args);
+    pool.connect = async (...args: any[]) => {
+      const client = await connect(...args);
+      if (!counted.has(client)) {
+        counted.add(client);
+        const query = client.query.bind(client);
+        client.query = (config: any, ...rest: any[]) => {
+          sent.push(typeof config === 'string' ? config : config.text);
+          return query(config, ...rest);
+        };
+      }
+      return client;
     };
     f = await startFixtureApp({
       platform: 'express',

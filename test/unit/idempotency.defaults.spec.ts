@@ -37,6 +37,49 @@ describe('resolveIdempotencyOptions', () => {
     expect(() => resolveIdempotencyOptions({ dataSource, ...bad })).toThrow(message);
   });
 
+  it.each([
+    [{ ttlSeconds: '3600' }, 'ttlSeconds must be a positive number, got string "3600"'],
+    [{ leaseSeconds: -1 }, 'leaseSeconds must be a positive number, got -1'],
+    [{ statementTimeoutMs: Number.NaN }, 'statementTimeoutMs must be a positive number, got NaN'],
+    [{ replayAuditMaxBuffered: 0 }, 'replayAuditMaxBuffered must be a positive number, got 0'],
+    [{ maxResponseBytes: true }, 'maxResponseBytes must be a positive number, got boolean true'],
+    [
+      { cleanup: { retentionSeconds: -5 } },
+      'cleanup.retentionSeconds must be a non-negative number, got -5',
+    ],
+  ])('names the option, the value and its type: %j', (bad, message) => {
+    expect(() => resolveIdempotencyOptions({ dataSource, ...(bad as object) })).toThrow(
+      `nestjs-pg-idempotency: ${message}`,
+    );
+  });
+
+  it.each([
+    [
+      'every minute',
+      /cleanup\.cron must be a cron expression .*, got string "every minute": Unknown alias/,
+    ],
+    [
+      '61 * * * *',
+      /cleanup\.cron .* got string "61 \* \* \* \*": Field value \(61\) is out of range/,
+    ],
+    [42, /cleanup\.cron .* got 42/],
+  ])('refuses a bad cleanup.cron at start-up, not at the first tick: %j', (cron, message) => {
+    expect(() =>
+      resolveIdempotencyOptions({ dataSource, cleanup: { cron: cron as string } }),
+    ).toThrow(message);
+  });
+
+  it('accepts five- and six-field cron expressions and a zero retention', () => {
+    for (const cron of ['0 3 * * *', '*/30 * * * * *']) {
+      expect(resolveIdempotencyOptions({ dataSource, cleanup: { cron } }).cleanup.cron).toBe(cron);
+    }
+    expect(
+      resolveIdempotencyOptions({ dataSource, cleanup: { retentionSeconds: 0 } }).cleanup
+        .retentionSeconds,
+    ).toBe(0);
+    expect(resolveIdempotencyOptions({ dataSource }).statementTimeoutMs).toBe(5_000);
+  });
+
   it('requires a dataSource', () => {
     expect(() => resolveIdempotencyOptions({} as never)).toThrow(/dataSource/);
   });

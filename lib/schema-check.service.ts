@@ -1,0 +1,103 @@
+import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { IDEMPOTENCY_RESOLVED_OPTIONS, IDEMPOTENCY_STORE } from './idempotency.constants.js';
+import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
+import { quoteTable } from './idempotency.sql.js';
+import type { IdempotencyStore } from './interfaces/idempotency-store.interface.js';
+import { DeadlinePool, type Pool } from './pg-deadline.js';
+import { PostgresIdempotencyStore } from './postgres-idempotency.store.js';
+
+const RECORD_COLUMNS = [
+  'id',
+  'idempotency_key',
+  'endpoint',
+  'user_id',
+  'request_hash',
+  'status',
+  'status_code',
+  'response_headers',
+  'response_body',
+  'response_raw',
+  'transaction_id',
+  'replay_count',
+  'last_replayed_at',
+  'created_at',
+  'completed_at',
+  'expires_at',
+  'locked_until',
+];
+
+/** Every table the store's statements touch (by suffix of `tableName`) and the columns they use. */
+const REQUIRED: Record<string, readonly string[]> = {
+  '': [...RECORD_COLUMNS, 'owner_token'],
+  _archive: RECORD_COLUMNS,
+  _replays: ['id', 'record_id', 'replayed_at', 'expires_at'],
+  _cleanup_runs: ['started_at', 'finished_at', 'deleted', 'batches'],
+};
+
+/** One row per required column that is absent; `table_exists` tells a missing table from a column. */
+const CHECK = `SELECT w.rel, w.col, to_regclass(w.rel) IS NOT NULL AS table_exists
+  FROM unnest($1::text[], $2::text[]) AS w(rel, col)
+ WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
+                    WHERE a.attrelid = to_regclass(w.rel) AND a.attname = w.col
+                      AND a.attnum > 0 AND NOT a.attisdropped)`;
+
+/**
+ * Fails bootstrap when the library's migrations were not run, instead of answering 503 to every
+ * keyed request. Runs at `onApplicationBootstrap`, so migrations run by the app at module init
+ * are in place. A database that does not answer is not a reason to refuse to start: the app
+ * starts with a warning, and keyed requests answer 503 until PostgreSQL is back.
+ */
+@Injectable()
+export class SchemaCheckService implements OnApplicationBootstrap {
+  private readonly logger = new Logger('IdempotencySchema');
+
+  constructor(
+    @Inject(IDEMPOTENCY_RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    @Inject(IDEMPOTENCY_STORE) private readonly store: IdempotencyStore,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    // A store bound in place of the PostgreSQL one brings its own storage.
+    if (!(this.store instanceof PostgresIdempotencyStore)) return;
+    const { dataSource, tableName, statementTimeoutMs } = this.options;
+    const rels: string[] = [];
+    const cols: string[] = [];
+    for (const [suffix, columns] of Object.entries(REQUIRED)) {
+      for (const column of columns) {
+        rels.push(quoteTable(`${tableName}${suffix}`));
+        cols.push(column);
+      }
+    }
+    const pool = new DeadlinePool(
+      () => (dataSource.driver as unknown as { master: Pool }).master,
+      statementTimeoutMs,
+    );
+    let missing: { rel: string; col: string; table_exists: boolean }[];
+    try {
+      missing = (await pool.query({ text: CHECK, values: [rels, cols] })).rows as never;
+    } catch (err) {
+      this.logger.warn(
+        `Could not check the idempotency tables (${(err as Error).message}); starting anyway: keyed requests answer 503 until PostgreSQL answers`,
+      );
+      return;
+    }
+    if (missing.length > 0) throw new Error(describeMissing(tableName, missing));
+  }
+}
+
+function describeMissing(
+  tableName: string,
+  missing: { rel: string; col: string; table_exists: boolean }[],
+): string {
+  const tables = [...new Set(missing.filter((m) => !m.table_exists).map((m) => m.rel))];
+  const columns = missing.filter((m) => m.table_exists).map((m) => `${m.rel}.${m.col}`);
+  const what = [
+    tables.length ? `table${tables.length > 1 ? 's' : ''} ${tables.join(', ')}` : '',
+    columns.length ? `column${columns.length > 1 ? 's' : ''} ${columns.join(', ')}` : '',
+  ].filter(Boolean);
+  const fix =
+    tableName === 'idempotency_keys'
+      ? "add `idempotencyMigrations` from 'nestjs-pg-idempotency/migrations' to your DataSource's `migrations` and run them (e.g. `migrationsRun: true`), or run migrations/001_idempotency_keys.sql and migrations/002_idempotency_audit.sql"
+      : `run the statements of \`idempotencySchema(${JSON.stringify(tableName)})\` from 'nestjs-pg-idempotency/migrations' (e.g. in a migration of your own)`;
+  return `nestjs-pg-idempotency: the database lacks what the idempotency store needs: ${what.join('; ')}. To fix, ${fix}.`;
+}

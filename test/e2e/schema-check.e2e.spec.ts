@@ -1,0 +1,110 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { idempotencyMigrations, idempotencySchema } from '../../migrations/index.js';
+import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
+import { send } from '../fixtures/http-client.js';
+import { LogCapture } from '../fixtures/log-capture.js';
+import { startFixtureApp, type FixtureApp } from '../fixtures/payments.fixture.js';
+import { TcpProxy } from '../fixtures/tcp-proxy.js';
+
+/** The error bootstrap failed with; an app that started anyway is closed, so the run can end. */
+async function bootError(start: Promise<FixtureApp>): Promise<string> {
+  const app = await start.catch((err: Error) => err);
+  if (app instanceof Error) return app.message;
+  await app.close();
+  return 'the app started';
+}
+
+describe('schema check at start-up', () => {
+  let bare: TestDatabase;
+  let migrated: TestDatabase;
+  beforeAll(async () => {
+    bare = await createTestDatabase('schema_bare');
+    migrated = await createTestDatabase('schema_ok');
+    const ds = migrated.newDataSource({ migrations: idempotencyMigrations });
+    await ds.initialize();
+    await ds.runMigrations();
+    await ds.destroy();
+  });
+  afterAll(async () => {
+    await bare?.drop();
+    await migrated?.drop();
+  });
+
+  let f: FixtureApp | undefined;
+  let proxy: TcpProxy | undefined;
+  afterEach(async () => {
+    proxy?.resume();
+    await f?.close();
+    f = undefined;
+    await proxy?.stop();
+    proxy = undefined;
+  });
+
+  it('fails bootstrap naming every missing table and the fix, instead of answering 503 forever', async () => {
+    const start = startFixtureApp({ platform: 'express', dataSource: bare.newDataSource() });
+    expect(await bootError(start)).toMatch(
+      /lacks what the idempotency store needs: tables "idempotency_keys", "idempotency_keys_archive", "idempotency_keys_replays", "idempotency_keys_cleanup_runs"\. To fix, add `idempotencyMigrations` from 'nestjs-pg-idempotency\/migrations' to your DataSource's `migrations` and run them .* or run migrations\/001_idempotency_keys\.sql and migrations\/002_idempotency_audit\.sql/,
+    );
+  });
+
+  it('names a missing column, and for a custom tableName the idempotencySchema() fix', async () => {
+    const ds = bare.newDataSource();
+    await ds.initialize();
+    await ds.query('CREATE SCHEMA IF NOT EXISTS billing');
+    for (const statement of idempotencySchema('billing.idem_keys')) await ds.query(statement);
+    await ds.query('ALTER TABLE billing.idem_keys_replays DROP COLUMN expires_at');
+    const start = startFixtureApp({
+      platform: 'express',
+      dataSource: ds,
+      options: { tableName: 'billing.idem_keys' },
+    });
+    expect(await bootError(start)).toMatch(
+      /needs: column "billing"\."idem_keys_replays"\.expires_at\. To fix, run the statements of `idempotencySchema\("billing\.idem_keys"\)`/,
+    );
+  });
+
+  it('starts when the migrations ran', async () => {
+    f = await startFixtureApp({ platform: 'express', dataSource: migrated.newDataSource() });
+    const key = randomUUID();
+    expect((await send(f.url, '/charges', { key, body: {} })).status).toBe(201);
+  });
+
+  /** Unreachable or hanging PostgreSQL at start-up: start with a warning, answer 503, recover. */
+  it.each(['unreachable', 'hanging'] as const)(
+    'starts anyway when PostgreSQL is %s at start-up, answers 503, and recovers',
+    async (fault) => {
+      proxy = TcpProxy.forUrl(migrated.url);
+      await proxy.start();
+      const dataSource = new DataSource({
+        type: 'postgres',
+        url: proxy.wrap(migrated.url),
+        poolErrorHandler: () => undefined,
+      });
+      await dataSource.initialize(); // the app's own, connected before the fault
+      if (fault === 'unreachable') await proxy.cut();
+      else proxy.blackhole();
+      const logs = new LogCapture();
+      const started = Date.now();
+      f = await startFixtureApp({
+        platform: 'express',
+        dataSource,
+        logger: logs,
+        options: { statementTimeoutMs: 1_000 },
+      });
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(logs.of('IdempotencySchema', 'warn').map((l) => l.message)).toEqual([
+        expect.stringMatching(/^Could not check the idempotency tables \(.+\); starting anyway/),
+      ]);
+      const key = randomUUID();
+      expect((await send(f.url, '/charges', { key, body: {} })).status).toBe(503);
+      if (fault === 'unreachable') await proxy.restore();
+      else proxy.resume();
+      const other = randomUUID();
+      expect((await send(f.url, '/charges', { key: other, body: {} })).status).toBe(201);
+      const closing = f;
+      f = { ...closing, close: async () => (await closing.close(), await dataSource.destroy()) };
+    },
+  );
+});
