@@ -1,12 +1,6 @@
 /** DI token of the {@link IdempotencyStore} the interceptor talks to. */
 export const IDEMPOTENCY_STORE = Symbol('IDEMPOTENCY_STORE');
 
-/** DI token of the options after defaults were merged in (see `resolveIdempotencyOptions`). */
-export const IDEMPOTENCY_RESOLVED_OPTIONS = Symbol('IDEMPOTENCY_RESOLVED_OPTIONS');
-
-/** Reflect-metadata key that `@Idempotent()` writes on handlers and controllers. */
-export const IDEMPOTENT_METADATA = 'idempotency:options';
-
 /** Response header set on every replayed response. */
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
 

@@ -1,8 +1,8 @@
 import { validateCronExpression } from 'cron';
 import type { DataSource } from 'typeorm';
-import { quoteTable } from './idempotency.sql.js';
-import type { ReplayCacheLimits } from './replay-cache.js';
-import { ResponseCipher } from './response-cipher.js';
+import { quoteTable } from './store/postgres/idempotency.sql.js';
+import type { ReplayCacheLimits } from './execution/replay-cache.js';
+import { ResponseCipher } from './store/response-cipher.js';
 import type {
   IdempotencyModuleOptions,
   IdempotencyRequest,

@@ -1,22 +1,23 @@
 import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { IDEMPOTENCY_RESOLVED_OPTIONS, IDEMPOTENCY_STORE } from './idempotency.constants.js';
+import { IDEMPOTENCY_STORE } from './idempotency.constants.js';
+import { IDEMPOTENCY_RESOLVED_OPTIONS } from './idempotency-internal.constants.js';
 import {
   type ResolvedIdempotencyOptions,
   resolveIdempotencyOptions,
 } from './idempotency.defaults.js';
-import { IdempotencyInterceptor } from './idempotency.interceptor.js';
-import { IdempotencyInterceptorOrder } from './idempotency-interceptor.order.js';
+import { IdempotencyInterceptor } from './http/idempotency.interceptor.js';
+import { IdempotencyInterceptorOrder } from './http/idempotency-interceptor.order.js';
 import {
   ConfigurableIdempotencyModule,
   IDEMPOTENCY_MODULE_OPTIONS,
 } from './idempotency.module-definition.js';
-import { IdempotencyCleanupService } from './idempotency-cleanup.service.js';
+import { IdempotencyCleanupService } from './store/idempotency-cleanup.service.js';
 import type { IdempotencyModuleOptions } from './interfaces/idempotency-module-options.interface.js';
-import { PostgresIdempotencyStore } from './postgres-idempotency.store.js';
-import { ReplayAuditService } from './replay-audit.service.js';
-import { ReplayCache } from './replay-cache.js';
-import { SchemaCheckService } from './schema-check.service.js';
+import { PostgresIdempotencyStore } from './store/postgres/postgres-idempotency.store.js';
+import { ReplayAuditService } from './execution/replay-audit.service.js';
+import { ReplayCache } from './execution/replay-cache.js';
+import { SchemaCheckService } from './store/postgres/schema-check.service.js';
 
 const initializedHere = new WeakSet<DataSource>();
 

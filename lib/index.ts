@@ -1,31 +1,25 @@
+// The public API. Everything else under lib/ is internal and may change in any release.
 export { IdempotencyModule } from './idempotency.module.js';
-export { Idempotent } from './idempotent.decorator.js';
-export { IdempotencyInterceptor } from './idempotency.interceptor.js';
-export { IdempotencyCleanupService } from './idempotency-cleanup.service.js';
-export { ReplayAuditService, type ReplayAuditCounts } from './replay-audit.service.js';
-export { PostgresIdempotencyStore } from './postgres-idempotency.store.js';
+export { Idempotent } from './decorators/idempotent.decorator.js';
 export {
   IdempotencyContext,
   IdempotencyCtx,
   getIdempotencyContext,
-} from './idempotency-context.js';
+} from './decorators/idempotency-context.js';
+export { IdempotencyCleanupService } from './store/idempotency-cleanup.service.js';
+export { PostgresIdempotencyStore } from './store/postgres/postgres-idempotency.store.js';
 export {
   IDEMPOTENCY_STORE,
-  IDEMPOTENCY_RESOLVED_OPTIONS,
-  IDEMPOTENT_METADATA,
   REPLAYED_HEADER,
   CLEANUP_JOB_NAME,
   ProblemCode,
 } from './idempotency.constants.js';
-export { IDEMPOTENCY_MODULE_OPTIONS } from './idempotency.module-definition.js';
-export { IDEMPOTENCY_DEFAULTS, resolveIdempotencyOptions } from './idempotency.defaults.js';
-export type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
+export { IDEMPOTENCY_DEFAULTS } from './idempotency.defaults.js';
 export {
   IdempotencyProblemException,
   PROBLEM_CONTENT_TYPE,
   type IdempotencyProblem,
 } from './idempotency.problems.js';
-export { fingerprintRequest, canonicalJson } from './request-fingerprint.js';
 export type * from './interfaces/idempotency-module-options.interface.js';
 export type * from './interfaces/idempotent-options.interface.js';
-export type * from './interfaces/idempotency-store.interface.js';
+export type * from './store/idempotency-store.interface.js';

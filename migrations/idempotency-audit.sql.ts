@@ -1,4 +1,4 @@
-import { quoteTable } from '../lib/idempotency.sql.js';
+import { quoteTable } from '../lib/store/postgres/idempotency.sql.js';
 
 /**
  * The audit trail around the records table: archived records (a stale key taken over keeps its

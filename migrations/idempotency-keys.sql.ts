@@ -3,7 +3,7 @@
  * `migrations/001_idempotency_keys.sql` is generated from them (`npm run sql:generate`).
  * Every statement is safe to run twice.
  */
-import { quoteTable } from '../lib/idempotency.sql.js';
+import { quoteTable } from '../lib/store/postgres/idempotency.sql.js';
 
 /** The statements for a table of another name (the module's `tableName` option), e.g. `billing.idempotency_keys`. */
 export function idempotencyKeysUp(tableName = 'idempotency_keys'): string[] {

@@ -1,4 +1,4 @@
-import { quoteTable } from '../lib/idempotency.sql.js';
+import { quoteTable } from '../lib/store/postgres/idempotency.sql.js';
 
 /** `idempotency_keys` stays unquoted so the generated .sql file reads naturally. */
 function tables(tableName: string): string[] {

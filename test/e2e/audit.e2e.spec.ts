@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { ReplayAuditService } from '../../lib/index.js';
+import { ReplayAuditService } from '../../lib/execution/replay-audit.service.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send } from '../fixtures/http-client.js';
 import { startFixtureApp, type FixtureApp } from '../fixtures/payments.fixture.js';

@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { DeadlinePool, StoreTimeoutError, type Pool } from '../../lib/pg-deadline.js';
+import {
+  DeadlinePool,
+  StoreTimeoutError,
+  type Pool,
+} from '../../lib/store/postgres/pg-deadline.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 import { TcpProxy } from '../fixtures/tcp-proxy.js';
 

@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send } from '../fixtures/http-client.js';
 import { startFixtureApp, type FixtureApp } from '../fixtures/payments.fixture.js';
-import { IDEMPOTENCY_RESOLVED_OPTIONS, IdempotencyInterceptor } from '../../lib/index.js';
+import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../../lib/idempotency-internal.constants.js';
+import { IdempotencyInterceptor } from '../../lib/http/idempotency.interceptor.js';
 
 /**
  * The round-trip budget: every statement the app sends goes through the pool of its DataSource,

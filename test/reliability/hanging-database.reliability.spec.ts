@@ -14,9 +14,9 @@ import {
   Idempotent,
   IdempotencyCtx,
   IdempotencyModule,
-  ReplayAuditService,
   type IdempotencyContext,
 } from '../../lib/index.js';
+import { ReplayAuditService } from '../../lib/execution/replay-audit.service.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send } from '../fixtures/http-client.js';
 import { LogCapture } from '../fixtures/log-capture.js';

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
-import { parseIdempotencyKey } from '../../lib/idempotency-key.parser.js';
-import { fingerprintRequest } from '../../lib/request-fingerprint.js';
+import { parseIdempotencyKey } from '../../lib/http/idempotency-key.parser.js';
+import { fingerprintRequest } from '../../lib/execution/request-fingerprint.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send } from '../fixtures/http-client.js';
 import { keyedRequestHead, sendRaw } from '../fixtures/raw-socket.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { canonicalJson, fingerprintRequest } from '../../lib/request-fingerprint.js';
+import { canonicalJson, fingerprintRequest } from '../../lib/execution/request-fingerprint.js';
 
 describe('canonicalJson', () => {
   it('sorts object keys at every depth and keeps array order', () => {

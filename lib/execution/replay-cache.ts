@@ -1,4 +1,4 @@
-import type { StoredResponse } from './interfaces/idempotency-store.interface.js';
+import type { StoredResponse } from '../store/idempotency-store.interface.js';
 
 interface Entry {
   requestHash: string;

@@ -1,8 +1,9 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import { IDEMPOTENCY_RESOLVED_OPTIONS, IDEMPOTENCY_STORE } from './idempotency.constants.js';
-import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
+import { IDEMPOTENCY_STORE } from '../../idempotency.constants.js';
+import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../../idempotency-internal.constants.js';
+import type { ResolvedIdempotencyOptions } from '../../idempotency.defaults.js';
 import { quoteTable } from './idempotency.sql.js';
-import type { IdempotencyStore } from './interfaces/idempotency-store.interface.js';
+import type { IdempotencyStore } from '../idempotency-store.interface.js';
 import { DeadlinePool, type Pool } from './pg-deadline.js';
 import { PostgresIdempotencyStore } from './postgres-idempotency.store.js';
 

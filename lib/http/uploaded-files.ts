@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { ProblemCode } from './idempotency.constants.js';
-import type { IdempotencyRequest } from './interfaces/idempotency-module-options.interface.js';
+import { ProblemCode } from '../idempotency.constants.js';
+import type { IdempotencyRequest } from '../interfaces/idempotency-module-options.interface.js';
 import { RequestRefusedError } from './request-refused.error.js';
 
 /** The part of an uploaded file that makes it this file: its bytes stand for themselves as a hash. */

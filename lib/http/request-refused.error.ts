@@ -1,4 +1,4 @@
-import type { ProblemCode } from './idempotency.constants.js';
+import type { ProblemCode } from '../idempotency.constants.js';
 
 /**
  * Why a request's scope or fingerprint cannot be computed: `400`, the client's identity is

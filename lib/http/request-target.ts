@@ -1,6 +1,6 @@
 import { routeEndpoint } from './http-adapter.utils.js';
-import type { IdempotencyRequest } from './interfaces/idempotency-module-options.interface.js';
-import { canonicalJson } from './request-fingerprint.js';
+import type { IdempotencyRequest } from '../interfaces/idempotency-module-options.interface.js';
+import { canonicalJson } from '../execution/request-fingerprint.js';
 import { uploadedFiles } from './uploaded-files.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { IdempotencyRequest } from './interfaces/idempotency-module-options.interface.js';
+import type { IdempotencyRequest } from '../interfaces/idempotency-module-options.interface.js';
 
 /** Small reads that differ between Express and Fastify, in one place. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -1,7 +1,7 @@
 import { INTERCEPTORS_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
 import { Injectable } from '@nestjs/common';
 import { MetadataScanner, ModulesContainer } from '@nestjs/core';
-import { IDEMPOTENT_METADATA } from './idempotency.constants.js';
+import { IDEMPOTENT_METADATA } from '../idempotency-internal.constants.js';
 import { IdempotencyInterceptor } from './idempotency.interceptor.js';
 
 const isIdempotency = (i: unknown) =>

@@ -3,15 +3,15 @@ import type { ServerResponse } from 'node:http';
 import { type CallHandler, HttpException, type LoggerService } from '@nestjs/common';
 import { defer, type Observable } from 'rxjs';
 import type { QueryRunner } from 'typeorm';
-import { ProblemCode } from './idempotency.constants.js';
-import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
+import { ProblemCode } from '../idempotency.constants.js';
+import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import {
   attachIdempotencyContext,
   checkTransactionId,
   IdempotencyContext,
-} from './idempotency-context.js';
-import { IdempotencyProblemException, PROBLEM_CONTENT_TYPE } from './idempotency.problems.js';
-import type { IdempotentRoute } from './idempotent-route.resolver.js';
+} from '../decorators/idempotency-context.js';
+import { IdempotencyProblemException, PROBLEM_CONTENT_TYPE } from '../idempotency.problems.js';
+import type { IdempotentRoute } from '../http/idempotent-route.resolver.js';
 import type {
   CompletedRecord,
   Completion,
@@ -19,12 +19,12 @@ import type {
   IdempotencyStore,
   Lease,
   StoredResponse,
-} from './interfaces/idempotency-store.interface.js';
+} from '../store/idempotency-store.interface.js';
 import { trackSettlement } from './handler-settlement.js';
 import { jsonCopy } from './json-copy.js';
-import { holdResponse, type WireResponse } from './response-capture.js';
+import { holdResponse, type WireResponse } from '../http/response-capture.js';
 import { LeaseHeartbeat } from './lease-heartbeat.js';
-import { lazyTransaction } from './lazy-transaction.js';
+import { lazyTransaction } from '../store/postgres/lazy-transaction.js';
 
 type Completing = Omit<Completion, 'ttlSeconds'>;
 

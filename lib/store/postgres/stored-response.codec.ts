@@ -1,10 +1,6 @@
 import { Logger } from '@nestjs/common';
-import type {
-  Completion,
-  Lease,
-  StoredResponse,
-} from './interfaces/idempotency-store.interface.js';
-import { ResponseCipher } from './response-cipher.js';
+import type { Completion, Lease, StoredResponse } from '../idempotency-store.interface.js';
+import { ResponseCipher } from '../response-cipher.js';
 
 /** The response columns of a completed row, as the claim statement returns them. */
 export interface StoredRow {

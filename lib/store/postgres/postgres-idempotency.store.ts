@@ -3,9 +3,9 @@ import type { DataSource, EntityManager } from 'typeorm';
 import {
   CLEANUP_RUNS_MIN_RETENTION_SECONDS,
   IDEMPOTENCY_DEFAULTS,
-} from './idempotency.defaults.js';
+} from '../../idempotency.defaults.js';
 import { buildStatements, type IdempotencyStatements } from './idempotency.sql.js';
-import type { ResponseCipher } from './response-cipher.js';
+import type { ResponseCipher } from '../response-cipher.js';
 import { StoredResponseCodec, type StoredRow } from './stored-response.codec.js';
 import type {
   ClaimOutcome,
@@ -16,7 +16,7 @@ import type {
   IdempotencyStore,
   Lease,
   ReplayEvent,
-} from './interfaces/idempotency-store.interface.js';
+} from '../idempotency-store.interface.js';
 import {
   DeadlinePool,
   type Pool,

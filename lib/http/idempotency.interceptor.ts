@@ -7,21 +7,17 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import { Observable, of, type Subscription } from 'rxjs';
-import {
-  IDEMPOTENCY_RESOLVED_OPTIONS,
-  IDEMPOTENCY_STORE,
-  ProblemCode,
-  REPLAYED_HEADER,
-} from './idempotency.constants.js';
-import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
+import { IDEMPOTENCY_STORE, ProblemCode, REPLAYED_HEADER } from '../idempotency.constants.js';
+import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../idempotency-internal.constants.js';
+import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import {
   IdempotencyProblemException,
   NOT_REPLAYABLE_DETAILS,
   type ProblemOptions,
-} from './idempotency.problems.js';
+} from '../idempotency.problems.js';
 import { setProblemHeadersOnRender } from './problem-headers.js';
 import { InvalidIdempotencyKeyError, parseIdempotencyKey } from './idempotency-key.parser.js';
-import { IdempotentExecution } from './idempotent.execution.js';
+import { IdempotentExecution } from '../execution/idempotent.execution.js';
 import { IdempotentRouteResolver, type IdempotentRoute } from './idempotent-route.resolver.js';
 import {
   hasBody,
@@ -31,13 +27,13 @@ import {
   rawResponse,
   routeEndpoint,
 } from './http-adapter.utils.js';
-import type { IdempotencyRequest } from './interfaces/idempotency-module-options.interface.js';
-import type { IdempotencyStore, StoredResponse } from './interfaces/idempotency-store.interface.js';
+import type { IdempotencyRequest } from '../interfaces/idempotency-module-options.interface.js';
+import type { IdempotencyStore, StoredResponse } from '../store/idempotency-store.interface.js';
 import { RequestRefusedError } from './request-refused.error.js';
 import { RequestScope } from './request-scope.js';
-import { ReplayAuditService } from './replay-audit.service.js';
-import { ReplayCache } from './replay-cache.js';
-import { substituteResponse, writeStoredResponse } from './response-capture.js';
+import { ReplayAuditService } from '../execution/replay-audit.service.js';
+import { ReplayCache } from '../execution/replay-cache.js';
+import { substituteResponse, writeStoredResponse } from './response-replay.js';
 
 const HANDLED = Symbol('nestjs-pg-idempotency:handled');
 

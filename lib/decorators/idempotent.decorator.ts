@@ -1,7 +1,7 @@
 import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
-import { IDEMPOTENT_METADATA } from './idempotency.constants.js';
-import { IdempotencyInterceptor } from './idempotency.interceptor.js';
-import type { IdempotentOptions } from './interfaces/idempotent-options.interface.js';
+import { IDEMPOTENT_METADATA } from '../idempotency-internal.constants.js';
+import { IdempotencyInterceptor } from '../http/idempotency.interceptor.js';
+import type { IdempotentOptions } from '../interfaces/idempotent-options.interface.js';
 
 /**
  * Makes a route (or every route of a controller) safe to retry with an `Idempotency-Key`.

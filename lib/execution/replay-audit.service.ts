@@ -5,9 +5,10 @@ import {
   type BeforeApplicationShutdown,
   type OnModuleInit,
 } from '@nestjs/common';
-import { IDEMPOTENCY_RESOLVED_OPTIONS, IDEMPOTENCY_STORE } from './idempotency.constants.js';
-import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
-import type { IdempotencyStore, ReplayEvent } from './interfaces/idempotency-store.interface.js';
+import { IDEMPOTENCY_STORE } from '../idempotency.constants.js';
+import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../idempotency-internal.constants.js';
+import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
+import type { IdempotencyStore, ReplayEvent } from '../store/idempotency-store.interface.js';
 
 /** Buffered replays are written at once past this many, without waiting for the timer. */
 const EAGER_FLUSH_AT = 1_000;

@@ -1,6 +1,4 @@
-import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import type { StoredResponse } from './interfaces/idempotency-store.interface.js';
-
+import type { ServerResponse } from 'node:http';
 /** The response as the client would receive it. */
 export interface WireResponse {
   statusCode: number;
@@ -19,42 +17,7 @@ export interface HoldHooks {
   onStream(): Promise<WireResponse | void>;
 }
 
-type Method = (...args: unknown[]) => unknown;
-type Patched = 'writeHead' | 'write' | 'end' | 'flushHeaders';
-type Patchable = ServerResponse & Record<Patched, Method>;
-
-/** Headers describing the body (a replay takes them from storage only), and cookies (never replayed). */
-const BODY_HEADERS = [
-  'set-cookie',
-  'content-length',
-  'content-type',
-  'content-encoding',
-  'transfer-encoding',
-  'etag',
-  'last-modified',
-];
-
-function headersArg(args: unknown[]): OutgoingHttpHeaders | undefined {
-  const last = args[args.length - 1];
-  return last && typeof last === 'object' && !Array.isArray(last)
-    ? (last as OutgoingHttpHeaders)
-    : undefined;
-}
-
-function patch(res: ServerResponse, methods: Partial<Record<Patched, Method>>) {
-  const target = res as Patchable;
-  const original = {
-    writeHead: target.writeHead,
-    write: target.write,
-    end: target.end,
-    flushHeaders: target.flushHeaders,
-  };
-  Object.assign(target, methods);
-  return {
-    original,
-    restore: () => void Object.assign(target, original),
-  };
-}
+import { BODY_HEADERS, headersArg, patch, type Patched } from './response-patch.js';
 
 function splitEnd(args: unknown[]): { chunk: unknown; encoding: BufferEncoding | undefined } {
   const chunk = typeof args[0] === 'function' ? undefined : args[0];
@@ -186,63 +149,4 @@ function capture(
     }
   }
   return { statusCode: res.statusCode, headers, body: toBuffer(chunk, encoding) };
-}
-
-function applyStoredHead(
-  res: ServerResponse,
-  stored: StoredResponse,
-  replayedHeader: string,
-  head?: OutgoingHttpHeaders,
-): void {
-  const drop = new Set([...BODY_HEADERS, ...Object.keys(stored.headers)]);
-  for (const name of drop) res.removeHeader(name);
-  if (head) {
-    for (const name of Object.keys(head)) if (drop.has(name.toLowerCase())) delete head[name];
-  }
-  for (const [name, value] of Object.entries(stored.headers)) res.setHeader(name, value);
-  const body = stored.body ?? Buffer.alloc(0);
-  if (stored.statusCode !== 204 && stored.statusCode !== 304) {
-    res.setHeader('content-length', body.length);
-  }
-  res.setHeader(replayedHeader, 'true');
-  res.statusCode = stored.statusCode;
-}
-
-/**
- * Lets the platform send its (empty) reply for a replayed request, but swaps status, body
- * headers and body for the stored ones on the way out: the replay is byte-identical.
- */
-export function substituteResponse(
-  res: ServerResponse,
-  stored: StoredResponse,
-  replayedHeader: string,
-): void {
-  const body = stored.body ?? Buffer.alloc(0);
-  const { original, restore } = patch(res, {
-    writeHead(...args: unknown[]) {
-      (res as Patchable).writeHead = original.writeHead;
-      const head = headersArg(args);
-      applyStoredHead(res, stored, replayedHeader, head);
-      return head
-        ? original.writeHead.call(res, stored.statusCode, head)
-        : original.writeHead.call(res, stored.statusCode);
-    },
-    write: () => true,
-    end(...args: unknown[]) {
-      restore();
-      if (!res.headersSent) applyStoredHead(res, stored, replayedHeader);
-      const callback = args.find((a) => typeof a === 'function');
-      return original.end.call(res, body, callback);
-    },
-  });
-}
-
-/** For handlers that own the response (`@Res()`): the platform will not reply, so write it. */
-export function writeStoredResponse(
-  res: ServerResponse,
-  stored: StoredResponse,
-  replayedHeader: string,
-): void {
-  applyStoredHead(res, stored, replayedHeader);
-  res.end(stored.body ?? Buffer.alloc(0));
 }

@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
-import { ProblemCode } from './idempotency.constants.js';
-import type { IdempotencyRequest } from './interfaces/idempotency-module-options.interface.js';
-import { fingerprintRequest } from './request-fingerprint.js';
+import { ProblemCode } from '../idempotency.constants.js';
+import type { IdempotencyRequest } from '../interfaces/idempotency-module-options.interface.js';
+import { fingerprintRequest } from '../execution/request-fingerprint.js';
 import { RequestRefusedError } from './request-refused.error.js';
 import { requestTarget } from './request-target.js';
 

@@ -8,13 +8,10 @@ import {
 import { ModuleRef } from '@nestjs/core';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
-import {
-  CLEANUP_JOB_NAME,
-  IDEMPOTENCY_RESOLVED_OPTIONS,
-  IDEMPOTENCY_STORE,
-} from './idempotency.constants.js';
-import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
-import type { CleanupResult, IdempotencyStore } from './interfaces/idempotency-store.interface.js';
+import { CLEANUP_JOB_NAME, IDEMPOTENCY_STORE } from '../idempotency.constants.js';
+import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../idempotency-internal.constants.js';
+import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
+import type { CleanupResult, IdempotencyStore } from './idempotency-store.interface.js';
 
 /**
  * Deletes expired records. Registered as a cron job with the app's `SchedulerRegistry`

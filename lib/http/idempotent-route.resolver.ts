@@ -6,9 +6,9 @@ import {
   ROUTE_ARGS_METADATA,
 } from '@nestjs/common/constants.js';
 import { type ExecutionContext, RequestMethod } from '@nestjs/common';
-import { IDEMPOTENT_METADATA } from './idempotency.constants.js';
-import { IDEMPOTENCY_DEFAULTS, type ResolvedIdempotencyOptions } from './idempotency.defaults.js';
-import type { IdempotentOptions } from './interfaces/idempotent-options.interface.js';
+import { IDEMPOTENT_METADATA } from '../idempotency-internal.constants.js';
+import { IDEMPOTENCY_DEFAULTS, type ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
+import type { IdempotentOptions } from '../interfaces/idempotent-options.interface.js';
 
 /** Everything the interceptor needs about one route, merged once and cached. */
 export interface IdempotentRoute {

@@ -1,0 +1,7 @@
+/** Internal: not exported from the package. */
+
+/** DI token of the options after defaults were merged in (see `resolveIdempotencyOptions`). */
+export const IDEMPOTENCY_RESOLVED_OPTIONS = Symbol('IDEMPOTENCY_RESOLVED_OPTIONS');
+
+/** Reflect-metadata key that `@Idempotent()` writes on handlers and controllers. */
+export const IDEMPOTENT_METADATA = 'idempotency:options';
