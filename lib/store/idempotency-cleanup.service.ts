@@ -6,12 +6,13 @@ import {
   type BeforeApplicationShutdown,
 } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { SchedulerRegistry } from '@nestjs/schedule';
-import { CronJob } from 'cron';
+import type { SchedulerRegistry } from '@nestjs/schedule';
+import type { CronJob } from 'cron';
 import { CLEANUP_JOB_NAME, IDEMPOTENCY_STORE } from '../idempotency.constants.js';
 import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../idempotency-internal.constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import type { CleanupResult, IdempotencyStore } from './idempotency-store.interface.js';
+import { loadOptionalSchedule, type OptionalSchedule } from './optional-schedule.loader.js';
 
 /**
  * Deletes expired records. Registered as a cron job with the app's `SchedulerRegistry`
@@ -31,18 +32,20 @@ export class IdempotencyCleanupService
     private readonly moduleRef: ModuleRef,
   ) {}
 
-  onApplicationBootstrap(): void {
+  async onApplicationBootstrap(): Promise<void> {
     if (!this.options.cleanup.enabled) return;
     let registry: SchedulerRegistry;
+    let schedule: OptionalSchedule;
     try {
-      registry = this.moduleRef.get(SchedulerRegistry, { strict: false });
+      schedule = await loadOptionalSchedule(); // rejects when @nestjs/schedule is not installed
+      registry = this.moduleRef.get(schedule.SchedulerRegistry, { strict: false });
     } catch {
       this.logger.warn(
         'ScheduleModule.forRoot() is not imported: expired idempotency records are not cleaned up on a schedule; call IdempotencyCleanupService.run() yourself',
       );
       return;
     }
-    this.job = CronJob.from({
+    this.job = schedule.CronJob.from({
       cronTime: this.options.cleanup.cron,
       onTick: () =>
         void this.run().catch((err: Error) => this.logger.error(`Cleanup failed: ${err.message}`)),

@@ -67,6 +67,34 @@ describe('module configuration', () => {
     expect(again.headers['idempotent-replayed']).toBe('true');
   });
 
+  it('isGlobal: false serves the module that imports it and the modules it re-exports it to, only those', async () => {
+    @Module({
+      imports: [IdempotencyModule.forRoot({ isGlobal: false, dataSource: db.newDataSource() })],
+      exports: [IdempotencyModule],
+    })
+    class SharedIdempotencyModule {}
+    @Module({ imports: [SharedIdempotencyModule], controllers: [TransfersController] })
+    class TransfersModule {}
+    @Module({ imports: [TransfersModule] })
+    class AppModule {}
+    const { app, url } = await listen(AppModule);
+    close = () => app.close();
+    const k = randomUUID();
+    const first = await send(url, '/transfers', { key: k, body: { amount: 1 } });
+    const again = await send(url, '/transfers', { key: k, body: { amount: 1 } });
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body.equals(first.body)).toBe(true);
+
+    // A controller in a module that does not import it cannot build the interceptor.
+    @Module({ controllers: [TransfersController] })
+    class ElsewhereModule {}
+    @Module({ imports: [SharedIdempotencyModule, ElsewhereModule] })
+    class WrongModule {}
+    await expect(
+      NestFactory.create(WrongModule, { logger: false, abortOnError: false }),
+    ).rejects.toThrow(/IdempotencyInterceptor/);
+  });
+
   it('initializes a DataSource that is not yet, and honours headerName, tableName and mismatchStatus 422', async () => {
     const dataSource = db.newDataSource();
     expect(dataSource.isInitialized).toBe(false);

@@ -1,0 +1,24 @@
+// No @nestjs/typeorm, no @nestjs/schedule (not even installed): cleanup is off, and
+// `isGlobal: false` makes the module visible only where it is imported, next to the controller.
+import { Module } from '@nestjs/common';
+import { IdempotencyModule } from 'nestjs-pg-idempotency';
+import { idempotencyMigrations } from 'nestjs-pg-idempotency/migrations';
+import { DataSource } from 'typeorm';
+import { PaymentsController } from './payments.controller.js';
+
+@Module({
+  imports: [
+    IdempotencyModule.forRoot({
+      isGlobal: false,
+      dataSource: new DataSource({
+        type: 'postgres',
+        url: process.env.DATABASE_URL,
+        migrations: idempotencyMigrations,
+        migrationsRun: true,
+      }),
+      cleanup: { enabled: false },
+    }),
+  ],
+  controllers: [PaymentsController],
+})
+export class PaymentsModule {}
