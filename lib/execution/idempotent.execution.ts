@@ -185,7 +185,7 @@ export class IdempotentExecution {
     } catch (err) {
       if (transaction) return 'rolled-back';
       this.logger.error?.(`Could not store the response of ${this.describe()}: ${err}`);
-      // Whatever PostgreSQL refused, the bytes are what a retry needs: store them alone.
+      // Whatever the store refused, the bytes are what a retry needs: store them alone.
       if (c.body === null && c.transactionId === null) return null;
       return this.store
         .complete(this.lease, { ...completion, bytesOnly: true, transactionId: null })
