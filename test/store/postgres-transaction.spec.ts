@@ -29,7 +29,7 @@ describe('PostgresIdempotencyStore transactions', () => {
     return outcome.lease;
   };
   const completion = { statusCode: 201, headers: {}, body: Buffer.from('{}'), transactionId: null };
-  const pool = () => (db.dataSource.driver as unknown as { master: { totalCount: number } }).master;
+  const pool = () => (db.dataSource.driver as unknown as { master: { idleCount: number } }).master;
   const ledger = async () =>
     (await db.dataSource.query('SELECT ref FROM ledger ORDER BY ref')).map((r: any) => r.ref);
 
@@ -68,13 +68,22 @@ describe('PostgresIdempotencyStore transactions', () => {
     expect(await db.records('id = $1', [lease.id])).toMatchObject([{ status: 'in_progress' }]);
   });
 
-  it('holds no connection until it begins, and frees it when it never began', async () => {
+  it('holds a connection only from its first statement, and gives it back when it ends', async () => {
     const lease = await claim();
-    const before = pool().totalCount;
-    const tx = store.beginTransaction(lease);
-    await tx.commit();
-    await tx.rollback();
-    expect(tx.active).toBe(false);
-    expect(pool().totalCount).toBe(before);
+    const idle = pool().idleCount;
+    expect(idle).toBeGreaterThan(0);
+    for (const end of ['commit', 'rollback'] as const) {
+      const tx = store.beginTransaction(lease);
+      expect(pool().idleCount).toBe(idle);
+      await tx.manager.query('SELECT 1');
+      expect(pool().idleCount).toBe(idle - 1);
+      await tx[end]();
+      expect(tx.active).toBe(false);
+      expect(pool().idleCount).toBe(idle);
+    }
+    const unused = store.beginTransaction(lease);
+    await unused.commit();
+    await unused.rollback();
+    expect(pool().idleCount).toBe(idle);
   });
 });
