@@ -3,6 +3,7 @@ import type { DataSource } from 'typeorm';
 import { quoteTable } from './store/postgres/idempotency.sql.js';
 import type { ReplayCacheLimits } from './execution/replay-cache.js';
 import { ResponseCipher } from './store/response-cipher.js';
+import type { IdempotencyStore } from './store/idempotency-store.interface.js';
 import type {
   IdempotencyModuleOptions,
   IdempotencyRequest,
@@ -55,9 +56,15 @@ export const IDEMPOTENCY_DEFAULTS = {
 };
 
 export interface ResolvedIdempotencyOptions extends Required<
-  Omit<IdempotencyModuleOptions, 'cleanup' | 'replayHeaders' | 'replayCache' | 'encryption'>
+  Omit<
+    IdempotencyModuleOptions,
+    'cleanup' | 'replayHeaders' | 'replayCache' | 'encryption' | 'dataSource' | 'store'
+  >
 > {
-  dataSource: DataSource;
+  /** Undefined only with a custom `store`. */
+  dataSource?: DataSource;
+  /** The custom store; null for the PostgreSQL one on `dataSource`. */
+  store: IdempotencyStore | null;
   /** Lower-cased allow-list, never containing `set-cookie`. */
   replayHeaders: ReadonlySet<string>;
   cleanup: Required<NonNullable<IdempotencyModuleOptions['cleanup']>>;
@@ -104,14 +111,17 @@ function cronExpression(name: string, value: string): string {
 export function resolveIdempotencyOptions(
   options: IdempotencyModuleOptions,
 ): ResolvedIdempotencyOptions {
-  if (!options?.dataSource) {
-    throw new Error('nestjs-pg-idempotency: the `dataSource` option is required');
+  if (!options?.dataSource && !options?.store) {
+    throw new Error(
+      'nestjs-pg-idempotency: the `dataSource` option is required (or a `store` in place of the PostgreSQL one)',
+    );
   }
   const d = IDEMPOTENCY_DEFAULTS;
   const tableName = options.tableName ?? d.tableName;
   quoteTable(tableName);
   const resolved: ResolvedIdempotencyOptions = {
     dataSource: options.dataSource,
+    store: options.store ?? null,
     ttlSeconds: positive('ttlSeconds', options.ttlSeconds ?? d.ttlSeconds),
     headerName: (options.headerName ?? d.headerName).toLowerCase(),
     leaseSeconds: positive('leaseSeconds', options.leaseSeconds ?? d.leaseSeconds),

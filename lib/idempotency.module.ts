@@ -18,6 +18,7 @@ import { PostgresIdempotencyStore } from './store/postgres/postgres-idempotency.
 import { ReplayAuditService } from './execution/replay-audit.service.js';
 import { ReplayCache } from './execution/replay-cache.js';
 import { SchemaCheckService } from './store/postgres/schema-check.service.js';
+import { TransactionalRoutesCheck } from './store/transactional-routes.check.js';
 
 const initializedHere = new WeakSet<DataSource>();
 
@@ -33,7 +34,8 @@ const initializedHere = new WeakSet<DataSource>();
       inject: [IDEMPOTENCY_MODULE_OPTIONS],
       useFactory: async (options: IdempotencyModuleOptions) => {
         const resolved = resolveIdempotencyOptions(options);
-        if (!resolved.dataSource.isInitialized) {
+        // A custom store brings its own storage: the DataSource is not the module's business then.
+        if (!resolved.store && resolved.dataSource && !resolved.dataSource.isInitialized) {
           await resolved.dataSource.initialize();
           initializedHere.add(resolved.dataSource);
         }
@@ -44,12 +46,14 @@ const initializedHere = new WeakSet<DataSource>();
       provide: IDEMPOTENCY_STORE,
       inject: [IDEMPOTENCY_RESOLVED_OPTIONS],
       useFactory: (options: ResolvedIdempotencyOptions) =>
-        new PostgresIdempotencyStore(options.dataSource, options.tableName, {
+        options.store ??
+        new PostgresIdempotencyStore(options.dataSource as DataSource, options.tableName, {
           cipher: options.encryption,
           statementTimeoutMs: options.statementTimeoutMs,
         }),
     },
     SchemaCheckService,
+    TransactionalRoutesCheck,
     IdempotencyCleanupService,
     ReplayAuditService,
     {
@@ -82,6 +86,8 @@ export class IdempotencyModule
   /** A DataSource the module initialized is the module's to close; the app's own stays open. */
   async onApplicationShutdown(): Promise<void> {
     const { dataSource } = this.options;
-    if (initializedHere.delete(dataSource) && dataSource.isInitialized) await dataSource.destroy();
+    if (dataSource && initializedHere.delete(dataSource) && dataSource.isInitialized) {
+      await dataSource.destroy();
+    }
   }
 }

@@ -1,4 +1,10 @@
 import { quoteTable } from '../lib/store/postgres/idempotency.sql.js';
+import { tableNames } from '../lib/store/postgres/table-names.js';
+
+/** `idempotency_keys` stays unquoted so the generated .sql file reads naturally. */
+export function sqlNames(tableName: string) {
+  return tableNames(tableName, tableName === 'idempotency_keys' ? undefined : quoteTable);
+}
 
 /**
  * The audit trail around the records table: archived records (a stale key taken over keeps its
@@ -7,67 +13,62 @@ import { quoteTable } from '../lib/store/postgres/idempotency.sql.js';
  * Days in the views are UTC days.
  */
 export function idempotencyAuditUp(tableName = 'idempotency_keys'): string[] {
-  const name = (suffix = '') =>
-    tableName === 'idempotency_keys'
-      ? `idempotency_keys${suffix}`
-      : quoteTable(`${tableName}${suffix}`);
-  const n = `${tableName.split('.').pop()}`;
-  const t = name();
+  const { records: t, archive, replays, cleanupRuns, views, prefix: n } = sqlNames(tableName);
   const utcDay = (column: string) => `(${column} AT TIME ZONE 'UTC')::date`;
   const listColumns = `id, idempotency_key, endpoint, user_id, status, status_code, transaction_id,
        replay_count, last_replayed_at, created_at, completed_at, expires_at, locked_until`;
   return [
     // The same columns as the records table, by construction (no defaults, no scope constraint).
-    `CREATE TABLE IF NOT EXISTS ${name('_archive')} (
+    `CREATE TABLE IF NOT EXISTS ${archive} (
   LIKE ${t},
   archived_at timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (id)
 )`,
-    `CREATE INDEX IF NOT EXISTS idx_${n}_archive_expires_at ON ${name('_archive')} (expires_at)`,
-    `CREATE INDEX IF NOT EXISTS idx_${n}_archive_transaction_id ON ${name('_archive')} (transaction_id) WHERE transaction_id IS NOT NULL`,
-    `CREATE TABLE IF NOT EXISTS ${name('_replays')} (
+    `CREATE INDEX IF NOT EXISTS idx_${n}_archive_expires_at ON ${archive} (expires_at)`,
+    `CREATE INDEX IF NOT EXISTS idx_${n}_archive_transaction_id ON ${archive} (transaction_id) WHERE transaction_id IS NOT NULL`,
+    `CREATE TABLE IF NOT EXISTS ${replays} (
   id          bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   record_id   uuid        NOT NULL,
   replayed_at timestamptz NOT NULL,
   expires_at  timestamptz NOT NULL
 )`,
-    `CREATE INDEX IF NOT EXISTS idx_${n}_replays_record_id ON ${name('_replays')} (record_id)`,
-    `CREATE INDEX IF NOT EXISTS idx_${n}_replays_replayed_at ON ${name('_replays')} (replayed_at)`,
-    `CREATE INDEX IF NOT EXISTS idx_${n}_replays_expires_at ON ${name('_replays')} (expires_at)`,
-    `CREATE TABLE IF NOT EXISTS ${name('_cleanup_runs')} (
+    `CREATE INDEX IF NOT EXISTS idx_${n}_replays_record_id ON ${replays} (record_id)`,
+    `CREATE INDEX IF NOT EXISTS idx_${n}_replays_replayed_at ON ${replays} (replayed_at)`,
+    `CREATE INDEX IF NOT EXISTS idx_${n}_replays_expires_at ON ${replays} (expires_at)`,
+    `CREATE TABLE IF NOT EXISTS ${cleanupRuns} (
   id          bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   started_at  timestamptz NOT NULL,
   finished_at timestamptz NOT NULL DEFAULT now(),
   deleted     integer     NOT NULL,
   batches     integer     NOT NULL
 )`,
-    `CREATE OR REPLACE VIEW ${name('_all')} AS
+    `CREATE OR REPLACE VIEW ${views.all} AS
 SELECT ${listColumns}, NULL::timestamptz AS archived_at FROM ${t}
 UNION ALL
-SELECT ${listColumns}, archived_at FROM ${name('_archive')}`,
-    `CREATE OR REPLACE VIEW ${name('_deduplications')} AS
+SELECT ${listColumns}, archived_at FROM ${archive}`,
+    `CREATE OR REPLACE VIEW ${views.deduplications} AS
 SELECT ${utcDay('r.replayed_at')} AS day, k.id AS record_id, k.idempotency_key, k.endpoint, k.user_id,
        k.transaction_id, k.status_code, count(*)::int AS replays,
        min(r.replayed_at) AS first_replayed_at, max(r.replayed_at) AS last_replayed_at
-  FROM ${name('_replays')} r
-  JOIN ${name('_all')} k ON k.id = r.record_id
+  FROM ${replays} r
+  JOIN ${views.all} k ON k.id = r.record_id
  GROUP BY 1, k.id, k.idempotency_key, k.endpoint, k.user_id, k.transaction_id, k.status_code`,
-    `CREATE OR REPLACE VIEW ${name('_stuck_claims')} AS
+    `CREATE OR REPLACE VIEW ${views.stuckClaims} AS
 SELECT id, idempotency_key, endpoint, user_id, created_at, locked_until, now() - locked_until AS stuck_for
   FROM ${t}
  WHERE status = 'in_progress' AND locked_until < now()`,
-    `CREATE OR REPLACE VIEW ${name('_failures_daily')} AS
+    `CREATE OR REPLACE VIEW ${views.failuresDaily} AS
 SELECT ${utcDay('completed_at')} AS day, endpoint, status_code, count(*)::int AS records
-  FROM ${name('_all')}
+  FROM ${views.all}
  WHERE status = 'completed' AND status_code >= 400
  GROUP BY 1, 2, 3`,
-    `CREATE OR REPLACE VIEW ${name('_daily_summary')} AS
+    `CREATE OR REPLACE VIEW ${views.dailySummary} AS
 WITH events (day, kind, n) AS (
-  SELECT ${utcDay('created_at')}, 'created', 1 FROM ${name('_all')}
-  UNION ALL SELECT ${utcDay('completed_at')}, 'completed', 1 FROM ${name('_all')} WHERE completed_at IS NOT NULL
-  UNION ALL SELECT ${utcDay('replayed_at')}, 'replayed', 1 FROM ${name('_replays')}
-  UNION ALL SELECT ${utcDay('expires_at')}, 'expired', 1 FROM ${name('_all')} WHERE expires_at <= now()
-  UNION ALL SELECT ${utcDay('finished_at')}, 'deleted', deleted FROM ${name('_cleanup_runs')}
+  SELECT ${utcDay('created_at')}, 'created', 1 FROM ${views.all}
+  UNION ALL SELECT ${utcDay('completed_at')}, 'completed', 1 FROM ${views.all} WHERE completed_at IS NOT NULL
+  UNION ALL SELECT ${utcDay('replayed_at')}, 'replayed', 1 FROM ${replays}
+  UNION ALL SELECT ${utcDay('expires_at')}, 'expired', 1 FROM ${views.all} WHERE expires_at <= now()
+  UNION ALL SELECT ${utcDay('finished_at')}, 'deleted', deleted FROM ${cleanupRuns}
 )
 SELECT day,
        coalesce(sum(n) FILTER (WHERE kind = 'created'), 0)::int   AS created,
@@ -82,13 +83,19 @@ SELECT day,
 
 export const IDEMPOTENCY_AUDIT_UP = idempotencyAuditUp();
 
-export const IDEMPOTENCY_AUDIT_DOWN = [
-  'DROP VIEW IF EXISTS idempotency_keys_daily_summary',
-  'DROP VIEW IF EXISTS idempotency_keys_failures_daily',
-  'DROP VIEW IF EXISTS idempotency_keys_stuck_claims',
-  'DROP VIEW IF EXISTS idempotency_keys_deduplications',
-  'DROP VIEW IF EXISTS idempotency_keys_all',
-  'DROP TABLE IF EXISTS idempotency_keys_cleanup_runs',
-  'DROP TABLE IF EXISTS idempotency_keys_replays',
-  'DROP TABLE IF EXISTS idempotency_keys_archive',
-];
+/** Drops what `idempotencyAuditUp(tableName)` created, views first. */
+export function idempotencyAuditDown(tableName = 'idempotency_keys'): string[] {
+  const { archive, replays, cleanupRuns, views } = sqlNames(tableName);
+  return [
+    `DROP VIEW IF EXISTS ${views.dailySummary}`,
+    `DROP VIEW IF EXISTS ${views.failuresDaily}`,
+    `DROP VIEW IF EXISTS ${views.stuckClaims}`,
+    `DROP VIEW IF EXISTS ${views.deduplications}`,
+    `DROP VIEW IF EXISTS ${views.all}`,
+    `DROP TABLE IF EXISTS ${cleanupRuns}`,
+    `DROP TABLE IF EXISTS ${replays}`,
+    `DROP TABLE IF EXISTS ${archive}`,
+  ];
+}
+
+export const IDEMPOTENCY_AUDIT_DOWN = idempotencyAuditDown();

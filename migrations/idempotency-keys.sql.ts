@@ -3,13 +3,11 @@
  * `migrations/001_idempotency_keys.sql` is generated from them (`npm run sql:generate`).
  * Every statement is safe to run twice.
  */
-import { quoteTable } from '../lib/store/postgres/idempotency.sql.js';
+import { sqlNames } from './idempotency-audit.sql.js';
 
 /** The statements for a table of another name (the module's `tableName` option), e.g. `billing.idempotency_keys`. */
 export function idempotencyKeysUp(tableName = 'idempotency_keys'): string[] {
-  // The default name stays unquoted so the generated .sql file reads naturally.
-  const t = tableName === 'idempotency_keys' ? tableName : quoteTable(tableName);
-  const n = tableName.split('.').pop() as string;
+  const { records: t, prefix: n } = sqlNames(tableName);
   return [
     `CREATE TABLE IF NOT EXISTS ${t} (
   id               uuid         PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -43,7 +41,12 @@ export function idempotencyKeysUp(tableName = 'idempotency_keys'): string[] {
 
 export const IDEMPOTENCY_KEYS_UP = idempotencyKeysUp();
 
-export const IDEMPOTENCY_KEYS_DOWN = [`DROP TABLE IF EXISTS idempotency_keys`];
+/** Drops the records table (run `idempotencyAuditDown` first: its views depend on it). */
+export function idempotencyKeysDown(tableName = 'idempotency_keys'): string[] {
+  return [`DROP TABLE IF EXISTS ${sqlNames(tableName).records}`];
+}
+
+export const IDEMPOTENCY_KEYS_DOWN = idempotencyKeysDown();
 
 /** Renders statements as a plain `.sql` file for teams that run migrations by hand. */
 export function renderSqlFile(title: string, statements: readonly string[]): string {

@@ -1,12 +1,8 @@
-import { quoteTable } from '../lib/store/postgres/idempotency.sql.js';
+import { sqlNames } from './idempotency-audit.sql.js';
 
-/** `idempotency_keys` stays unquoted so the generated .sql file reads naturally. */
 function tables(tableName: string): string[] {
-  const name = (suffix = '') =>
-    tableName === 'idempotency_keys'
-      ? `idempotency_keys${suffix}`
-      : quoteTable(`${tableName}${suffix}`);
-  return [name(), name('_archive')];
+  const { records, archive } = sqlNames(tableName);
+  return [records, archive];
 }
 
 /**

@@ -1,10 +1,20 @@
 import { CreateIdempotencyKeys1764680000000 } from './1764680000000-CreateIdempotencyKeys.js';
 import { CreateIdempotencyAudit1764680100000 } from './1764680100000-CreateIdempotencyAudit.js';
 import { ProtectStoredResponses1764680200000 } from './1764680200000-ProtectStoredResponses.js';
-import { IDEMPOTENCY_AUDIT_UP, idempotencyAuditUp } from './idempotency-audit.sql.js';
-import { IDEMPOTENCY_KEYS_UP, idempotencyKeysUp, renderSqlFile } from './idempotency-keys.sql.js';
+import {
+  IDEMPOTENCY_AUDIT_UP,
+  idempotencyAuditDown,
+  idempotencyAuditUp,
+} from './idempotency-audit.sql.js';
+import {
+  IDEMPOTENCY_KEYS_UP,
+  idempotencyKeysDown,
+  idempotencyKeysUp,
+  renderSqlFile,
+} from './idempotency-keys.sql.js';
 import {
   RESPONSE_PROTECTION_UP,
+  responseProtectionDown,
   responseProtectionUp,
 } from './idempotency-response-protection.sql.js';
 
@@ -17,11 +27,13 @@ export {
   IDEMPOTENCY_KEYS_UP,
   IDEMPOTENCY_KEYS_DOWN,
   idempotencyKeysUp,
+  idempotencyKeysDown,
 } from './idempotency-keys.sql.js';
 export {
   IDEMPOTENCY_AUDIT_UP,
   IDEMPOTENCY_AUDIT_DOWN,
   idempotencyAuditUp,
+  idempotencyAuditDown,
 } from './idempotency-audit.sql.js';
 export {
   RESPONSE_PROTECTION_UP,
@@ -43,6 +55,15 @@ export function idempotencySchema(tableName = 'idempotency_keys'): string[] {
     ...idempotencyKeysUp(tableName),
     ...idempotencyAuditUp(tableName),
     ...responseProtectionUp(tableName),
+  ];
+}
+
+/** Undoes `idempotencySchema(tableName)`, in reverse order: for the `down()` of your migration. */
+export function idempotencySchemaDown(tableName = 'idempotency_keys'): string[] {
+  return [
+    ...responseProtectionDown(tableName),
+    ...idempotencyAuditDown(tableName),
+    ...idempotencyKeysDown(tableName),
   ];
 }
 

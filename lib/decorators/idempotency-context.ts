@@ -16,15 +16,19 @@ export function checkTransactionId(id: unknown): string | null {
     : null;
 }
 
-/** What a handler running under a claimed key can see and set. */
-export class IdempotencyContext {
+/**
+ * What a handler running under a claimed key can see and set. `TManager` is what the store's
+ * transactions hand out: a TypeORM `EntityManager` with the PostgreSQL store (the default).
+ */
+export class IdempotencyContext<TManager = EntityManager> {
   private txId: string | null = null;
 
   /**
    * In transactional mode (`@Idempotent({ transactional: true })`), the EntityManager of the one
-   * transaction that also completes this record; undefined otherwise.
+   * transaction that also completes this record (with another store, what its transactions
+   * hand out); undefined otherwise.
    */
-  manager?: EntityManager;
+  manager?: TManager;
 
   constructor(readonly scope: IdempotencyScope) {}
 
@@ -48,8 +52,8 @@ export class IdempotencyContext {
   }
 }
 
-export function attachIdempotencyContext(req: object, ctx: IdempotencyContext): void {
-  (req as Record<symbol, IdempotencyContext>)[CONTEXT] = ctx;
+export function attachIdempotencyContext(req: object, ctx: IdempotencyContext<unknown>): void {
+  (req as Record<symbol, IdempotencyContext<unknown>>)[CONTEXT] = ctx;
 }
 
 /** The context of the current request, or undefined when it carries no key. */

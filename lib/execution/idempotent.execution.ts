@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { type CallHandler, HttpException, type LoggerService } from '@nestjs/common';
 import { defer, type Observable } from 'rxjs';
-import type { QueryRunner } from 'typeorm';
 import { ProblemCode } from '../idempotency.constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import {
@@ -17,14 +16,15 @@ import type {
   Completion,
   IdempotencyScope,
   IdempotencyStore,
+  IdempotencyTransaction,
   Lease,
   StoredResponse,
 } from '../store/idempotency-store.interface.js';
 import { trackSettlement } from './handler-settlement.js';
-import { jsonCopy } from './json-copy.js';
+import { jsonBody } from './json-body.js';
 import { holdResponse, type WireResponse } from '../http/response-capture.js';
 import { LeaseHeartbeat } from './lease-heartbeat.js';
-import { lazyTransaction } from '../store/postgres/lazy-transaction.js';
+import { openTransaction } from '../store/transactional-routes.check.js';
 
 type Completing = Omit<Completion, 'ttlSeconds'>;
 
@@ -35,8 +35,8 @@ type Completing = Omit<Completion, 'ttlSeconds'>;
  */
 export class IdempotentExecution {
   private readonly heartbeat: LeaseHeartbeat;
-  private readonly context: IdempotencyContext;
-  private transaction?: QueryRunner;
+  private readonly context: IdempotencyContext<unknown>;
+  private transaction?: IdempotencyTransaction;
   private handlerError: unknown = undefined;
   private settled = false;
   /** A response left (or the caller gave up) before the handler settled. */
@@ -62,8 +62,8 @@ export class IdempotentExecution {
   run(req: object, res: ServerResponse, next: CallHandler): Observable<unknown> {
     return defer(() => {
       if (this.route.transactional) {
-        this.transaction = lazyTransaction(this.options.dataSource, async (runner) => {
-          if (await this.store.lockInTransaction(this.lease, runner.manager)) {
+        this.transaction = openTransaction(this.store, this.lease, async (tx) => {
+          if (await this.store.lockInTransaction?.(this.lease, tx)) {
             await this.heartbeat.halt();
           }
         });
@@ -105,12 +105,11 @@ export class IdempotentExecution {
     if (!this.stores(wire.statusCode, this.handlerError)) return this.discard('not stored');
     const digestOnly = this.route.storeResponse === 'digest';
     const storable = !digestOnly && wire.body.length <= this.options.maxResponseBytes;
-    const json = storable || digestOnly ? jsonCopy(wire) : undefined;
+    const json = storable || digestOnly ? jsonBody(wire) : undefined;
     const completing = {
       statusCode: wire.statusCode,
       headers: wire.headers,
       body: storable ? wire.body : null,
-      bodyJson: storable ? (json?.text ?? null) : null,
       bodyDigest: digestOnly ? createHash('sha256').update(wire.body).digest('hex') : null,
       transactionId: this.transactionId(req, json ? json.value : wire.body.toString('utf8')),
     };
@@ -138,7 +137,6 @@ export class IdempotentExecution {
       statusCode: status,
       headers: {},
       body: null,
-      bodyJson: null,
       bodyDigest: null,
     };
     void this.record({ ...completing, transactionId: this.context.transactionId }).then(
@@ -177,9 +175,9 @@ export class IdempotentExecution {
   private async record(c: Completing): Promise<CompletedRecord | null | 'rolled-back'> {
     const completion = { ...c, ttlSeconds: this.route.ttlSeconds };
     // Captured now: a failed COMMIT has already dropped the transaction when the catch runs.
-    const transaction = this.transaction?.isTransactionActive ? this.transaction : undefined;
+    const transaction = this.transaction?.active ? this.transaction : undefined;
     try {
-      const record = await this.store.complete(this.lease, completion, transaction?.manager);
+      const record = await this.store.complete(this.lease, completion, transaction);
       if (!record) this.logger.error?.(`Lost the claim of ${this.describe()} before completion`);
       if (transaction && !record) throw new Error('lease lost');
       await this.endTransaction(transaction !== undefined);
@@ -187,10 +185,10 @@ export class IdempotentExecution {
     } catch (err) {
       if (transaction) return 'rolled-back';
       this.logger.error?.(`Could not store the response of ${this.describe()}: ${err}`);
-      // Whatever PostgreSQL refused, the bytes are what a retry needs: store them alone.
-      if (c.bodyJson === null && c.transactionId === null) return null;
+      // Whatever the store refused, the bytes are what a retry needs: store them alone.
+      if (c.body === null && c.transactionId === null) return null;
       return this.store
-        .complete(this.lease, { ...completion, bodyJson: null, transactionId: null })
+        .complete(this.lease, { ...completion, bytesOnly: true, transactionId: null })
         .catch((again: Error) => {
           // The claim stays in progress: deleting it would let a retry run the operation again.
           this.logger.error?.(
@@ -241,13 +239,8 @@ export class IdempotentExecution {
     const tx = this.transaction;
     if (!tx) return;
     this.transaction = undefined;
-    try {
-      if (!tx.isTransactionActive) return;
-      if (commit) await tx.commitTransaction();
-      else await tx.rollbackTransaction().catch(() => undefined);
-    } finally {
-      await tx.release().catch(() => undefined);
-    }
+    if (commit) await tx.commit();
+    else await tx.rollback().catch(() => undefined);
   }
 
   private async release(reason: string): Promise<void> {

@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import type { IdempotencyStore } from '../store/idempotency-store.interface.js';
 
 /** Anything the platform hands to handlers as the request (Express or Fastify). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -55,10 +56,21 @@ export type StoreIfFn = (statusCode: number, error: unknown) => boolean;
 /** Options of `IdempotencyModule.forRoot()` / `forRootAsync()`. */
 export interface IdempotencyModuleOptions {
   /**
-   * The app's TypeORM `DataSource` (PostgreSQL). Initialized by the module if it is not yet.
+   * The app's TypeORM `DataSource` (PostgreSQL), for the default `PostgresIdempotencyStore`.
+   * Initialized by the module if it is not yet. Required unless `store` is given.
    * @example IdempotencyModule.forRootAsync({ inject: [DataSource], useFactory: (dataSource) => ({ dataSource }) })
    */
-  dataSource: DataSource;
+  dataSource?: DataSource;
+  /**
+   * Another store in place of the PostgreSQL one (then `dataSource`, `tableName`, `encryption`
+   * and `statementTimeoutMs` are not used, and the schema check does not run). Transactional
+   * routes need a store with `beginTransaction()`: start-up fails otherwise.
+   * @default undefined (a PostgresIdempotencyStore on `dataSource`)
+   * @example
+   * // in unit tests: import { InMemoryIdempotencyStore } from 'nestjs-pg-idempotency/testing'
+   * IdempotencyModule.forRoot({ store: new InMemoryIdempotencyStore() })
+   */
+  store?: IdempotencyStore;
   /**
    * How long a completed response is replayed, counted from completion.
    * @default 86400 (24 hours)

@@ -1,5 +1,3 @@
-import type { EntityManager } from 'typeorm';
-
 /** Identifies one logical operation: a key is only ever compared within its scope. */
 export interface IdempotencyScope {
   key: string;
@@ -55,8 +53,11 @@ export interface ReplayEvent {
 }
 
 export interface Completion extends StoredResponse {
-  /** The body as JSON text when it is JSON (kept queryable in `response_body`), else null. */
-  bodyJson: string | null;
+  /**
+   * Keep only what a replay needs (status, headers, body), no derived copy such as a queryable
+   * JSON column: set when the full completion was refused once and is retried.
+   */
+  bytesOnly?: boolean;
   /**
    * SHA-256 (hex) of the body the client got, on `storeResponse: 'digest'` routes: only the
    * status and this digest are stored (`body`, `bodyJson` and the headers are not).
@@ -84,34 +85,83 @@ export interface CleanupResult {
 }
 
 /**
- * Persistence of idempotency records. `PostgresIdempotencyStore` is the implementation;
- * bind another under `IDEMPOTENCY_STORE` to replace it.
+ * The handler's transaction in transactional mode (`@Idempotent({ transactional: true })`), as
+ * the store that opened it hands it out: the handler writes through `manager`, and the
+ * completion joins it, so the handler's writes and the record commit or roll back together.
  */
-export interface IdempotencyStore {
-  /** Claims the scope atomically, or reports what already holds it. */
+export interface IdempotencyTransaction<TManager = unknown> {
+  /** What the handler writes through (`IdempotencyContext.manager`), e.g. a TypeORM EntityManager. */
+  readonly manager: TManager;
+  /** A transaction began (a store may begin it lazily, on the handler's first write) and is open. */
+  readonly active: boolean;
+  /** Commits if it began, and frees its connection either way. Throws when the commit failed. */
+  commit(): Promise<void>;
+  /** Rolls back if it began, and frees its connection either way. */
+  rollback(): Promise<void>;
+}
+
+/**
+ * Persistence of idempotency records: the contract a store implements. `PostgresIdempotencyStore`
+ * is the default; pass another as the module's `store` option (or bind it under
+ * `IDEMPOTENCY_STORE`). `idempotencyStoreContract()` from 'nestjs-pg-idempotency/testing' checks
+ * an implementation against these guarantees.
+ *
+ * Time: leases and expiry are measured by ONE clock shared by every app instance (the
+ * PostgreSQL store uses the database's `now()`), never by each process's own clock.
+ * `TManager` is what a transaction of this store hands to handlers (`unknown` without transactions).
+ */
+export interface IdempotencyStore<TManager = unknown> {
+  /**
+   * Claims the scope atomically: of any number of concurrent claims of one scope, exactly one
+   * gets `claimed` with a fresh lease (a new unique token); the others see what holds it.
+   * A record that is stale (completed past its `expiresAt`, or in progress past its lease) is
+   * taken over the same way, exactly one winner, with a new record id, and the old owner's token
+   * stops working. Otherwise: another `requestHash` → `mismatch`; in progress → `in_progress`;
+   * completed → `completed` with the response as stored and its remaining life.
+   */
   claim(request: ClaimRequest): Promise<ClaimOutcome>;
   /**
-   * Stores the response; null when the lease was lost (the row is not ours any more).
-   * With `transaction`, the write joins it (transactional mode) and commits with the handler's writes.
+   * Stores the response and marks the record completed, expiring `ttlSeconds` from now; null
+   * when the lease was lost (fenced by token: the record is not in progress under this token).
+   * With `transaction` (transactional mode; passed only once it is `active`), the write joins it
+   * and commits with the handler's writes.
    */
   complete(
     lease: Lease,
     completion: Completion,
-    transaction?: EntityManager,
+    transaction?: IdempotencyTransaction<TManager>,
   ): Promise<CompletedRecord | null>;
   /**
-   * First write of a transactional handler's transaction: where the isolation level would make
-   * lease renewals conflict with the completion (REPEATABLE READ, SERIALIZABLE), locks the claim
-   * in the transaction instead and returns true (renewals must stop); false under READ COMMITTED.
-   * Throws when the claim was lost.
+   * Opens the handler's transaction (transactional mode). A store without this method cannot
+   * serve transactional routes: start-up fails when one exists. `onBegin` runs once, as soon as
+   * the transaction really began and before the handler's first statement in it.
    */
-  lockInTransaction(lease: Lease, transaction: EntityManager): Promise<boolean>;
-  /** Appends replay events to the audit trail. */
+  beginTransaction?(
+    lease: Lease,
+    onBegin?: (transaction: IdempotencyTransaction<TManager>) => Promise<void>,
+  ): IdempotencyTransaction<TManager>;
+  /**
+   * Called from `onBegin`: where lease renewals would conflict with the completion inside the
+   * transaction (PostgreSQL under REPEATABLE READ or SERIALIZABLE), locks the claim in the
+   * transaction instead and returns true (renewals then stop); false when renewals are fine.
+   * Throws when the claim was lost. Optional: absent means false.
+   */
+  lockInTransaction?(lease: Lease, transaction: IdempotencyTransaction<TManager>): Promise<boolean>;
+  /** Appends replay events to the audit trail (and counts them per record). */
   recordReplays(replays: readonly ReplayEvent[]): Promise<void>;
-  /** Deletes our in-progress claim so a retry runs again; false when it was not ours any more. */
+  /**
+   * Deletes our in-progress claim so a retry runs again; false, and nothing deleted, when the
+   * record is not in progress under this lease's token (taken over, or completed).
+   */
   release(lease: Lease): Promise<boolean>;
-  /** Extends our lease; false when it was lost. */
+  /**
+   * Extends our lease to `leaseSeconds` from now; false when the record is not in progress
+   * under this lease's token.
+   */
   renew(lease: Lease, leaseSeconds: number): Promise<boolean>;
-  /** Deletes expired records in batches, under a lock that one instance holds at a time. */
+  /**
+   * Deletes records past `expiresAt` + `retentionSeconds` (never a claim whose lease runs), in
+   * batches, one instance at a time (`ran: false` when another holds the cleanup).
+   */
   cleanup(options: { batchSize: number; retentionSeconds: number }): Promise<CleanupResult>;
 }

@@ -4,6 +4,7 @@ import {
   idempotencyKeysUp,
   idempotencyMigrations,
   idempotencySchema,
+  idempotencySchemaDown,
   idempotencySqlFiles,
   RESPONSE_PROTECTION_UP,
 } from '../../migrations/index.js';
@@ -172,5 +173,29 @@ describe('migrations', () => {
       expect(await columns(db, custom)).toEqual(await columns(db, standard));
     }
     expect(() => idempotencyKeysUp('x; DROP TABLE y')).toThrow(/invalid tableName/);
+  });
+
+  it('takes a custom tableName schema down cleanly, leaving the default one alone, and up again', async () => {
+    db = await createTestDatabase('mig_named_down');
+    await db.dataSource.initialize();
+    const ds = db.dataSource;
+    await ds.query('CREATE SCHEMA billing');
+    await ds.query(sqlFiles());
+    const objects = (schema: string) =>
+      ds.query(
+        `SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname = $1 ORDER BY 1`,
+        [schema],
+      );
+    const standard = await objects('public');
+    for (const statement of idempotencySchema('billing.idem_keys')) await ds.query(statement);
+    const created = await objects('billing');
+    // Tables, views, indexes and sequences: every one of them goes with down().
+    expect(created.length).toBeGreaterThan(15);
+    for (const statement of idempotencySchemaDown('billing.idem_keys')) await ds.query(statement);
+    expect(await objects('billing')).toEqual([]);
+    expect(await objects('public')).toEqual(standard);
+    for (const statement of idempotencySchema('billing.idem_keys')) await ds.query(statement);
+    expect(await objects('billing')).toEqual(created);
   });
 });

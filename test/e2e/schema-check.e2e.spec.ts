@@ -65,6 +65,21 @@ describe('schema check at start-up', () => {
     );
   });
 
+  it('names the columns of migration 3 when only the first two ran (the statements use them)', async () => {
+    const partial = await createTestDatabase('schema_partial');
+    try {
+      const ds = partial.newDataSource({ migrations: idempotencyMigrations.slice(0, 2) });
+      await ds.initialize();
+      await ds.runMigrations();
+      const start = startFixtureApp({ platform: 'express', dataSource: ds });
+      expect(await bootError(start)).toMatch(
+        /needs: columns "idempotency_keys"\.response_key_id, "idempotency_keys"\.response_digest, "idempotency_keys_archive"\.response_key_id, "idempotency_keys_archive"\.response_digest\./,
+      );
+    } finally {
+      await partial.drop();
+    }
+  });
+
   it('starts when the migrations ran', async () => {
     f = await startFixtureApp({ platform: 'express', dataSource: migrated.newDataSource() });
     const key = randomUUID();

@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { BadRequestException, HttpException } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { IDEMPOTENCY_DEFAULTS, resolveIdempotencyOptions } from '../../lib/idempotency.defaults.js';
+import { InMemoryIdempotencyStore } from '../../lib/testing/index.js';
 
 const dataSource = { options: { type: 'postgres' } } as unknown as DataSource;
 
@@ -14,6 +15,17 @@ describe('resolveIdempotencyOptions', () => {
     expect(o.cleanup).toEqual(IDEMPOTENCY_DEFAULTS.cleanup);
     expect(o.getUserId({ user: { id: 42 } })).toBe(42);
     expect(o.encryption).toBeNull();
+  });
+
+  it('needs a dataSource or a store, and a store alone is enough', () => {
+    expect(() => resolveIdempotencyOptions({})).toThrow(
+      'the `dataSource` option is required (or a `store` in place of the PostgreSQL one)',
+    );
+    const store = new InMemoryIdempotencyStore();
+    const o = resolveIdempotencyOptions({ store });
+    expect(o.store).toBe(store);
+    expect(o.dataSource).toBeUndefined();
+    expect(resolveIdempotencyOptions({ dataSource }).store).toBeNull();
   });
 
   it('merges nested cleanup options over the defaults', () => {

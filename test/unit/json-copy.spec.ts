@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { jsonCopy } from '../../lib/execution/json-copy.js';
+import { jsonCopy } from '../../lib/store/postgres/json-copy.js';
 
 const wire = (text: string, type = 'application/json; charset=utf-8') => ({
   statusCode: 201,

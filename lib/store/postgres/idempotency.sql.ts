@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { RECORD_COLUMNS, tableNames } from './table-names.js';
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$/;
 
@@ -20,13 +21,8 @@ export function quoteTable(tableName: string): string {
  * so every app instance agrees on leases and expiry.
  */
 export function buildStatements(tableName: string) {
-  const t = quoteTable(tableName);
-  const archive = quoteTable(`${tableName}_archive`);
-  const replays = quoteTable(`${tableName}_replays`);
-  const cleanupRuns = quoteTable(`${tableName}_cleanup_runs`);
-  const recordColumns = `id, idempotency_key, endpoint, user_id, request_hash, status, status_code,
-       response_headers, response_body, response_raw, transaction_id, replay_count, last_replayed_at,
-       created_at, completed_at, expires_at, locked_until, response_key_id, response_digest`;
+  const { records: t, archive, replays, cleanupRuns } = tableNames(tableName, quoteTable);
+  const recordColumns = RECORD_COLUMNS.join(', ');
   const suffix = createHash('sha1').update(tableName).digest('hex').slice(0, 8);
   // A row is stale (free to take over) when completed past its TTL, or in progress past its lease.
   const stale = (alias: string) =>

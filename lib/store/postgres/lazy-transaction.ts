@@ -1,4 +1,5 @@
-import type { DataSource, QueryRunner } from 'typeorm';
+import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import type { IdempotencyTransaction } from '../idempotency-store.interface.js';
 
 /**
  * A QueryRunner whose connection and transaction start on its first use, so a transactional
@@ -36,4 +37,23 @@ export function lazyTransaction(
     return start(...args);
   };
   return runner;
+}
+
+/** The store's handle on a lazy transaction: what the execution commits or rolls back. */
+export function transactionHandle(runner: QueryRunner): IdempotencyTransaction<EntityManager> {
+  const end = async (how: 'commitTransaction' | 'rollbackTransaction') => {
+    try {
+      if (runner.isTransactionActive) await runner[how]();
+    } finally {
+      await runner.release().catch(() => undefined);
+    }
+  };
+  return {
+    manager: runner.manager,
+    get active() {
+      return runner.isTransactionActive;
+    },
+    commit: () => end('commitTransaction'),
+    rollback: () => end('rollbackTransaction'),
+  };
 }

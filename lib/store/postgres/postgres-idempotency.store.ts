@@ -14,9 +14,11 @@ import type {
   CompletedRecord,
   Completion,
   IdempotencyStore,
+  IdempotencyTransaction,
   Lease,
   ReplayEvent,
 } from '../idempotency-store.interface.js';
+import { lazyTransaction, transactionHandle } from './lazy-transaction.js';
 import {
   DeadlinePool,
   type Pool,
@@ -38,11 +40,14 @@ interface ExistingRow extends StoredRow {
 /** Rounds of claim → conflicting row vanished / takeover lost; each round is one more statement. */
 const MAX_CLAIM_ROUNDS = 5;
 
+type Transaction = IdempotencyTransaction<EntityManager>;
+
 /**
  * The PostgreSQL store. It talks to the pool of the app's TypeORM `DataSource` directly with
- * named prepared statements: one round trip per claim, one per completion.
+ * named prepared statements: one round trip per claim, one per completion. Its transactions hand
+ * handlers a TypeORM `EntityManager`.
  */
-export class PostgresIdempotencyStore implements IdempotencyStore {
+export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager> {
   private readonly sql: IdempotencyStatements;
   private readonly codec: StoredResponseCodec;
   private isolation?: Promise<string>;
@@ -50,8 +55,8 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
   private readonly pool: DeadlinePool;
 
   constructor(
-    private readonly dataSource: DataSource,
-    private readonly tableName: string,
+    readonly dataSource: DataSource,
+    readonly tableName: string,
     options: {
       /** Seals stored responses (the `encryption` option); null keeps them in plaintext. */
       cipher?: ResponseCipher | null;
@@ -124,7 +129,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
   async complete(
     lease: Lease,
     c: Completion,
-    transaction?: EntityManager,
+    transaction?: Transaction,
   ): Promise<CompletedRecord | null> {
     const kept = this.codec.toColumns(lease, c);
     const values = [
@@ -144,7 +149,21 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     return row ? { expiresAt: row.expires_at, secondsLeft: row.seconds_left } : null;
   }
 
-  async lockInTransaction(lease: Lease, transaction: EntityManager): Promise<boolean> {
+  /**
+   * A lazy transaction (see `lazyTransaction`): no connection is held until the handler's first
+   * statement, and `onBegin` runs right after BEGIN.
+   */
+  beginTransaction(
+    _lease: Lease,
+    onBegin?: (transaction: Transaction) => Promise<void>,
+  ): Transaction {
+    const handle: Transaction = transactionHandle(
+      lazyTransaction(this.dataSource, async () => onBegin?.(handle)),
+    );
+    return handle;
+  }
+
+  async lockInTransaction(lease: Lease, transaction: Transaction): Promise<boolean> {
     this.isolation ??= this.pool
       .query({ text: this.sql.isolation, values: [] })
       .then(({ rows }) => String(rows[0]?.isolation));
@@ -165,10 +184,10 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
    * Runs a statement in the transaction's own pg client (so prepared statements are reused there
    * too), or on the pool; under the same deadline either way.
    */
-  private on(transaction: EntityManager | undefined, config: QueryConfig) {
-    if (!transaction?.queryRunner) return this.pool.query(config);
-    const client = (transaction.queryRunner as unknown as { databaseConnection: Queryable })
-      .databaseConnection;
+  private on(transaction: Transaction | undefined, config: QueryConfig) {
+    const runner = transaction?.manager.queryRunner;
+    if (!runner) return this.pool.query(config);
+    const client = (runner as unknown as { databaseConnection: Queryable }).databaseConnection;
     return queryWithin(client, config, this.pool.timeoutMs);
   }
 

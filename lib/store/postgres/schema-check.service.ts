@@ -3,37 +3,10 @@ import { IDEMPOTENCY_STORE } from '../../idempotency.constants.js';
 import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../../idempotency-internal.constants.js';
 import type { ResolvedIdempotencyOptions } from '../../idempotency.defaults.js';
 import { quoteTable } from './idempotency.sql.js';
+import { REQUIRED_COLUMNS, tableNames } from './table-names.js';
 import type { IdempotencyStore } from '../idempotency-store.interface.js';
 import { DeadlinePool, type Pool } from './pg-deadline.js';
 import { PostgresIdempotencyStore } from './postgres-idempotency.store.js';
-
-const RECORD_COLUMNS = [
-  'id',
-  'idempotency_key',
-  'endpoint',
-  'user_id',
-  'request_hash',
-  'status',
-  'status_code',
-  'response_headers',
-  'response_body',
-  'response_raw',
-  'transaction_id',
-  'replay_count',
-  'last_replayed_at',
-  'created_at',
-  'completed_at',
-  'expires_at',
-  'locked_until',
-];
-
-/** Every table the store's statements touch (by suffix of `tableName`) and the columns they use. */
-const REQUIRED: Record<string, readonly string[]> = {
-  '': [...RECORD_COLUMNS, 'owner_token'],
-  _archive: RECORD_COLUMNS,
-  _replays: ['id', 'record_id', 'replayed_at', 'expires_at'],
-  _cleanup_runs: ['started_at', 'finished_at', 'deleted', 'batches'],
-};
 
 /** One row per required column that is absent; `table_exists` tells a missing table from a column. */
 const CHECK = `SELECT w.rel, w.col, to_regclass(w.rel) IS NOT NULL AS table_exists
@@ -60,18 +33,19 @@ export class SchemaCheckService implements OnApplicationBootstrap {
   async onApplicationBootstrap(): Promise<void> {
     // A store bound in place of the PostgreSQL one brings its own storage.
     if (!(this.store instanceof PostgresIdempotencyStore)) return;
-    const { dataSource, tableName, statementTimeoutMs } = this.options;
+    const { dataSource, tableName } = this.store;
+    const names = tableNames(tableName, quoteTable);
     const rels: string[] = [];
     const cols: string[] = [];
-    for (const [suffix, columns] of Object.entries(REQUIRED)) {
+    for (const [table, columns] of Object.entries(REQUIRED_COLUMNS)) {
       for (const column of columns) {
-        rels.push(quoteTable(`${tableName}${suffix}`));
+        rels.push(names[table as keyof typeof REQUIRED_COLUMNS]);
         cols.push(column);
       }
     }
     const pool = new DeadlinePool(
       () => (dataSource.driver as unknown as { master: Pool }).master,
-      statementTimeoutMs,
+      this.options.statementTimeoutMs,
     );
     let missing: { rel: string; col: string; table_exists: boolean }[];
     try {

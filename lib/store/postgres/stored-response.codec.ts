@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { Completion, Lease, StoredResponse } from '../idempotency-store.interface.js';
 import { ResponseCipher } from '../response-cipher.js';
+import { jsonCopy } from './json-copy.js';
 
 /** The response columns of a completed row, as the claim statement returns them. */
 export interface StoredRow {
@@ -32,7 +33,11 @@ export class StoredResponseCodec {
   toColumns(lease: Lease, c: Completion) {
     const none = { headers: null, raw: null, json: null, keyId: null, digest: null };
     if (c.bodyDigest) return { ...none, digest: c.bodyDigest };
-    if (!this.cipher) return { ...none, headers: c.headers, raw: c.body, json: c.bodyJson };
+    if (!this.cipher) {
+      // The queryable jsonb copy, when PostgreSQL can take the body as jsonb.
+      const json = c.body && !c.bytesOnly ? (jsonCopy({ ...c, body: c.body })?.text ?? null) : null;
+      return { ...none, headers: c.headers, raw: c.body, json };
+    }
     // Encrypted: no plaintext copy at all (nor headers); a response without body is not replayed.
     if (c.body === null) return none;
     if (!lease.claimed) throw new Error('the lease does not say what it claimed; cannot seal');

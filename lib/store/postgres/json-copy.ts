@@ -1,5 +1,3 @@
-import type { WireResponse } from '../http/response-capture.js';
-
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F][0-9a-fA-F]{2}/;
 /** A number token whose exponent overflows PostgreSQL's numeric (and hence jsonb). */
 const HUGE_EXPONENT = /(^|[:[,])\s*-?\d+(\.\d+)?[eE][+-]?\d{5,}/;
@@ -10,7 +8,10 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * (NUL, a lone surrogate escape, a number numeric cannot hold): the raw bytes are stored anyway,
  * so such a response is still replayed, it is only missing from SQL queries on the body.
  */
-export function jsonCopy(wire: WireResponse): { text: string; value: unknown } | undefined {
+export function jsonCopy(wire: {
+  headers: Record<string, string>;
+  body: Buffer;
+}): { text: string; value: unknown } | undefined {
   if (!(wire.headers['content-type'] ?? '').includes('json')) return undefined;
   const text = wire.body.toString('utf8');
   if (text.includes('\\u0000') || HUGE_EXPONENT.test(text)) return undefined;

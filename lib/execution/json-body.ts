@@ -1,0 +1,11 @@
+import type { WireResponse } from '../http/response-capture.js';
+
+/** The parsed body of a JSON response (what `transactionId()` derives the id from), else undefined. */
+export function jsonBody(wire: WireResponse): { value: unknown } | undefined {
+  if (!(wire.headers['content-type'] ?? '').includes('json')) return undefined;
+  try {
+    return { value: JSON.parse(wire.body.toString('utf8')) };
+  } catch {
+    return undefined;
+  }
+}

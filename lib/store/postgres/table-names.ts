@@ -1,0 +1,56 @@
+/**
+ * Every name derived from the records table, and the columns the store's statements use: the
+ * one place the library (statements, schema check) and the migrations take them from.
+ */
+export function tableNames(tableName: string, quote: (name: string) => string = (name) => name) {
+  const name = (suffix = '') => quote(`${tableName}${suffix}`);
+  return {
+    records: name(),
+    archive: name('_archive'),
+    replays: name('_replays'),
+    cleanupRuns: name('_cleanup_runs'),
+    /** Reconciliation views (migration 2). */
+    views: {
+      all: name('_all'),
+      deduplications: name('_deduplications'),
+      stuckClaims: name('_stuck_claims'),
+      failuresDaily: name('_failures_daily'),
+      dailySummary: name('_daily_summary'),
+    },
+    /** Prefix of index and constraint names: the table name without its schema. */
+    prefix: tableName.split('.').pop() as string,
+  };
+}
+
+export type TableNames = ReturnType<typeof tableNames>;
+
+/** The columns of a record, copied column by column into the archive on takeover. */
+export const RECORD_COLUMNS = [
+  'id',
+  'idempotency_key',
+  'endpoint',
+  'user_id',
+  'request_hash',
+  'status',
+  'status_code',
+  'response_headers',
+  'response_body',
+  'response_raw',
+  'transaction_id',
+  'replay_count',
+  'last_replayed_at',
+  'created_at',
+  'completed_at',
+  'expires_at',
+  'locked_until',
+  'response_key_id',
+  'response_digest',
+] as const;
+
+/** Per table (by its key in `tableNames()`), the columns the store reads or writes. */
+export const REQUIRED_COLUMNS = {
+  records: [...RECORD_COLUMNS, 'owner_token'],
+  archive: RECORD_COLUMNS,
+  replays: ['id', 'record_id', 'replayed_at', 'expires_at'],
+  cleanupRuns: ['started_at', 'finished_at', 'deleted', 'batches'],
+} as const;

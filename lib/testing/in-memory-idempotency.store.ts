@@ -1,0 +1,146 @@
+import { randomUUID } from 'node:crypto';
+import type {
+  ClaimOutcome,
+  ClaimRequest,
+  CleanupResult,
+  CompletedRecord,
+  Completion,
+  IdempotencyStore,
+  Lease,
+  ReplayEvent,
+  StoredResponse,
+} from '../store/idempotency-store.interface.js';
+
+interface MemoryRecord {
+  id: string;
+  requestHash: string;
+  token: string;
+  status: 'in_progress' | 'completed';
+  lockedUntil: number;
+  expiresAt: number;
+  response?: StoredResponse;
+  replayCount: number;
+}
+
+/**
+ * An `IdempotencyStore` in process memory, for the unit tests of apps that use the library: no
+ * PostgreSQL needed. Same guarantees as the PostgreSQL store within one process (every method
+ * runs to completion before another starts), no transactions (transactional routes refuse to
+ * start with it). Time comes from `now`, so a test can move it.
+ * @example
+ * let t = Date.now();
+ * const store = new InMemoryIdempotencyStore({ now: () => t });
+ * t += 61_000; // past the lease: an unfinished claim can be taken over
+ */
+export class InMemoryIdempotencyStore implements IdempotencyStore {
+  private readonly records = new Map<string, MemoryRecord>();
+  private readonly now: () => number;
+  /** Every replay recorded, oldest first. */
+  readonly replays: ReplayEvent[] = [];
+
+  constructor(options: { now?: () => number } = {}) {
+    this.now = options.now ?? Date.now;
+  }
+
+  /** How many records (in progress and completed) the store holds. */
+  get size(): number {
+    return this.records.size;
+  }
+
+  async claim(req: ClaimRequest): Promise<ClaimOutcome> {
+    const scope = JSON.stringify([req.key, req.endpoint, req.userId]);
+    const now = this.now();
+    const found = this.records.get(scope);
+    const stale =
+      found && (found.status === 'completed' ? found.expiresAt : found.lockedUntil) <= now;
+    if (!found || stale) {
+      const record: MemoryRecord = {
+        id: randomUUID(),
+        requestHash: req.requestHash,
+        token: randomUUID(),
+        status: 'in_progress',
+        lockedUntil: now + req.leaseSeconds * 1000,
+        expiresAt: now + req.ttlSeconds * 1000,
+        replayCount: 0,
+      };
+      this.records.set(scope, record);
+      const { key, endpoint, userId, requestHash } = req;
+      const claimed = { key, endpoint, userId, requestHash };
+      return { type: 'claimed', lease: { id: record.id, token: record.token, claimed } };
+    }
+    if (found.requestHash !== req.requestHash) return { type: 'mismatch' };
+    if (found.status === 'in_progress' || !found.response) return { type: 'in_progress' };
+    const { body } = found.response;
+    return {
+      type: 'completed',
+      recordId: found.id,
+      expiresAt: new Date(found.expiresAt),
+      secondsLeft: (found.expiresAt - now) / 1000,
+      response: { ...found.response, body: body && Buffer.from(body) },
+    };
+  }
+
+  async complete(lease: Lease, c: Completion): Promise<CompletedRecord | null> {
+    const record = this.owned(lease);
+    if (!record) return null;
+    const now = this.now();
+    record.status = 'completed';
+    record.expiresAt = now + c.ttlSeconds * 1000;
+    record.response = c.bodyDigest
+      ? { statusCode: c.statusCode, headers: {}, body: null, omitted: 'digest' }
+      : c.body === null
+        ? { statusCode: c.statusCode, headers: { ...c.headers }, body: null, omitted: 'too_large' }
+        : { statusCode: c.statusCode, headers: { ...c.headers }, body: Buffer.from(c.body) };
+    return { expiresAt: new Date(record.expiresAt), secondsLeft: c.ttlSeconds };
+  }
+
+  async recordReplays(replays: readonly ReplayEvent[]): Promise<void> {
+    for (const replay of replays) {
+      this.replays.push(replay);
+      const record = [...this.records.values()].find((r) => r.id === replay.recordId);
+      if (record) record.replayCount++;
+    }
+  }
+
+  async release(lease: Lease): Promise<boolean> {
+    for (const [scope, record] of this.records) {
+      if (record === this.owned(lease)) return this.records.delete(scope);
+    }
+    return false;
+  }
+
+  async renew(lease: Lease, leaseSeconds: number): Promise<boolean> {
+    const record = this.owned(lease);
+    if (record) record.lockedUntil = this.now() + leaseSeconds * 1000;
+    return record !== undefined;
+  }
+
+  async cleanup(options: { batchSize: number; retentionSeconds: number }): Promise<CleanupResult> {
+    const now = this.now();
+    const before = now - options.retentionSeconds * 1000;
+    let deleted = 0;
+    for (const [scope, record] of this.records) {
+      const free = record.status === 'completed' || record.lockedUntil < now;
+      if (record.expiresAt < before && free) deleted += Number(this.records.delete(scope));
+    }
+    for (let i = this.replays.length - 1; i >= 0; i--) {
+      if (this.replays[i].expiresAt.getTime() < before) this.replays.splice(i, 1);
+    }
+    return {
+      ran: true,
+      deleted,
+      batches: Math.floor(deleted / options.batchSize) + 1,
+      longestBatchMs: 0,
+    };
+  }
+
+  /** The record in progress under this lease's token, if it still is. */
+  private owned(lease: Lease): MemoryRecord | undefined {
+    for (const record of this.records.values()) {
+      if (record.id === lease.id) {
+        return record.token === lease.token && record.status === 'in_progress' ? record : undefined;
+      }
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,6 @@
+// `nestjs-pg-idempotency/testing`: for the tests of apps that use the library.
+export { InMemoryIdempotencyStore } from './in-memory-idempotency.store.js';
+export {
+  idempotencyStoreContract,
+  type StoreContractHarness,
+} from './idempotency-store.contract.js';
