@@ -68,5 +68,6 @@ export function getIdempotencyContext(req: object): IdempotencyContext | undefin
  * }
  */
 export const IdempotencyCtx = createParamDecorator((_: unknown, ctx: ExecutionContext) =>
-  getIdempotencyContext(ctx.switchToHttp().getRequest()),
+  // GraphQL and RPC calls carry it on their argument list (one per call, unlike `req`).
+  getIdempotencyContext(ctx.getType() === 'http' ? ctx.switchToHttp().getRequest() : ctx.getArgs()),
 );

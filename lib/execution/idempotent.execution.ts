@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
 import { type CallHandler, HttpException, type LoggerService } from '@nestjs/common';
 import { defer, type Observable } from 'rxjs';
 import type { QueryRunner } from 'typeorm';
@@ -22,7 +21,7 @@ import type {
 } from '../store/idempotency-store.interface.js';
 import { trackSettlement } from './handler-settlement.js';
 import { jsonCopy } from './json-copy.js';
-import { holdResponse, type WireResponse } from '../http/response-capture.js';
+import type { OutcomeCapture, WireResponse } from './handler-outcome.js';
 import { LeaseHeartbeat } from './lease-heartbeat.js';
 import { lazyTransaction } from '../store/postgres/lazy-transaction.js';
 
@@ -59,7 +58,7 @@ export class IdempotentExecution {
   }
 
   /** Cold: the handler runs on subscription. Never subscribed? Call `cancel()`. */
-  run(req: object, res: ServerResponse, next: CallHandler): Observable<unknown> {
+  run(req: object, next: CallHandler, capture: OutcomeCapture): Observable<unknown> {
     return defer(() => {
       if (this.route.transactional) {
         this.transaction = lazyTransaction(this.options.dataSource, async (runner) => {
@@ -71,17 +70,18 @@ export class IdempotentExecution {
       }
       attachIdempotencyContext(req, this.context);
       this.heartbeat.start();
-      holdResponse(res, this.options.replayHeaders, {
-        onStream: () => this.streamed(),
-        onEnd: (wire) => this.responded(req, wire),
-      });
-      return trackSettlement(next.handle(), {
+      const handled = trackSettlement(next.handle(), {
         settled: (error, errored) => this.handlerSettled(error, errored),
         detached: () => {
           if (this.done) return false;
           this.early = true;
           return true;
         },
+      });
+      return capture(handled, {
+        onStream: () => this.streamed(),
+        onEnd: (wire) => this.responded(req, wire),
+        onFailure: () => this.failed(),
       });
     });
   }
@@ -90,6 +90,13 @@ export class IdempotentExecution {
   async cancel(): Promise<void> {
     this.done = true;
     await this.release('the request was abandoned before its handler ran');
+  }
+
+  /** No response carries the handler's error (GraphQL, RPC): free the key for a retry. */
+  private async failed(): Promise<void> {
+    if (this.done) return;
+    this.settle();
+    await this.discard('its handler failed');
   }
 
   private async responded(req: object, wire: WireResponse): Promise<WireResponse | void> {

@@ -1,4 +1,4 @@
-import type { WireResponse } from '../http/response-capture.js';
+import type { WireResponse } from './handler-outcome.js';
 
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F][0-9a-fA-F]{2}/;
 /** A number token whose exponent overflows PostgreSQL's numeric (and hence jsonb). */

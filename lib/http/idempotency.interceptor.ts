@@ -17,7 +17,9 @@ import {
 } from '../idempotency.problems.js';
 import { setProblemHeadersOnRender } from './problem-headers.js';
 import { InvalidIdempotencyKeyError, parseIdempotencyKey } from './idempotency-key.parser.js';
-import { IdempotentExecution } from '../execution/idempotent.execution.js';
+import { IdempotencyCoordinator, type RejectCode } from '../execution/idempotency.coordinator.js';
+import type { OutcomeCapture } from '../execution/handler-outcome.js';
+import { holdResponse } from './response-capture.js';
 import { IdempotentRouteResolver, type IdempotentRoute } from './idempotent-route.resolver.js';
 import {
   hasBody,
@@ -33,6 +35,7 @@ import { RequestRefusedError } from './request-refused.error.js';
 import { RequestScope } from './request-scope.js';
 import { ReplayAuditService } from '../execution/replay-audit.service.js';
 import { ReplayCache } from '../execution/replay-cache.js';
+import { ValueIdempotency } from '../transports/value-idempotency.js';
 import { substituteResponse, writeStoredResponse } from './response-replay.js';
 
 const HANDLED = Symbol('nestjs-pg-idempotency:handled');
@@ -46,21 +49,27 @@ export class IdempotencyInterceptor implements NestInterceptor {
   private readonly logger = new Logger('Idempotency');
   private readonly routes: IdempotentRouteResolver;
   private readonly requests: RequestScope;
+  private readonly coordinator: IdempotencyCoordinator;
+  private readonly values: ValueIdempotency;
 
   constructor(
     @Inject(IDEMPOTENCY_RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
-    @Inject(IDEMPOTENCY_STORE) private readonly store: IdempotencyStore,
-    private readonly audit: ReplayAuditService,
-    private readonly cache: ReplayCache,
+    @Inject(IDEMPOTENCY_STORE) store: IdempotencyStore,
+    audit: ReplayAuditService,
+    cache: ReplayCache,
   ) {
     this.routes = new IdempotentRouteResolver(options);
     this.requests = new RequestScope(options.getUserId, this.logger);
+    this.coordinator = new IdempotencyCoordinator(options, store, audit, cache, this.logger);
+    this.values = new ValueIdempotency(options, this.coordinator, this.logger);
   }
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    if (context.getType() !== 'http') return next.handle();
     const route = this.routes.resolve(context);
     if (route === null) return next.handle();
+    const type = context.getType<string>();
+    if (type === 'graphql' || type === 'rpc') return this.values.intercept(context, route, next);
+    if (type !== 'http') return next.handle();
     const http = context.switchToHttp();
     const req = http.getRequest();
     const res = http.getResponse();
@@ -107,7 +116,6 @@ export class IdempotencyInterceptor implements NestInterceptor {
   ): Promise<{ result: Observable<unknown>; cancel?: () => Promise<void> }> {
     const endpoint = route.endpoint ?? routeEndpoint(req);
     const userId = await this.refusing(res, () => this.requests.userId(req, endpoint));
-    const scope = { key, endpoint, userId };
     const selected = this.options.fingerprint(req);
     if (selected === undefined && hasBody(req)) {
       // A body nothing parsed cannot be compared: reusing the key with another body would replay.
@@ -116,56 +124,31 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const requestHash = await this.refusing(res, () =>
       this.requests.fingerprint(req, endpoint, selected),
     );
-    const cacheKey = ReplayCache.scopeKey(scope.userId, scope.endpoint, key);
-    const cached = this.cache.get(cacheKey, requestHash);
-    if (cached) {
-      this.audit.record(cached.recordId, cached.expiresAt);
-      return { result: this.replay(route, res, cached.response) };
-    }
-    let outcome;
-    try {
-      outcome = await this.store.claim({
-        ...scope,
-        requestHash,
-        ttlSeconds: route.ttlSeconds,
-        leaseSeconds: this.options.leaseSeconds,
-      });
-    } catch (err) {
-      this.logger.error(
-        `Idempotency store unavailable; refusing ${scope.endpoint}: ${(err as Error).message}`,
-      );
-      throw this.problem(res, 503, ProblemCode.StoreUnavailable, this.retryAfter);
-    }
-    switch (outcome.type) {
-      case 'in_progress':
-        throw this.problem(res, 409, ProblemCode.InProgress, this.retryAfter);
-      case 'mismatch':
-        throw this.problem(res, this.options.mismatchStatus, ProblemCode.Mismatch);
-      case 'completed':
-        this.audit.record(outcome.recordId, outcome.expiresAt);
-        this.cache.set(cacheKey, { ...outcome, requestHash }, outcome.secondsLeft);
-        return { result: this.replay(route, res, outcome.response) };
-      case 'claimed': {
-        const execution = new IdempotentExecution(
-          this.options,
-          this.store,
-          this.logger,
-          route,
-          scope,
-          outcome.lease,
-          (response, record) =>
-            this.cache.set(
-              cacheKey,
-              { requestHash, recordId: outcome.lease.id, expiresAt: record.expiresAt, response },
-              record.secondsLeft,
-            ),
-        );
-        return {
-          result: execution.run(req, rawResponse(res), next),
-          cancel: () => execution.cancel(),
+    const decision = await this.coordinator.decide({
+      scope: { key, endpoint, userId },
+      requestHash,
+      route,
+    });
+    switch (decision.type) {
+      case 'replay':
+        return { result: this.replay(route, res, decision.response) };
+      case 'reject':
+        throw this.reject(res, decision.code);
+      case 'execute': {
+        const { execution } = decision;
+        const raw = rawResponse(res);
+        const hold: OutcomeCapture = (handled, hooks) => {
+          holdResponse(raw, this.options.replayHeaders, hooks);
+          return handled;
         };
+        return { result: execution.run(req, next, hold), cancel: () => execution.cancel() };
       }
     }
+  }
+
+  private reject(res: PlatformResponse, code: RejectCode): IdempotencyProblemException {
+    if (code === ProblemCode.Mismatch) return this.problem(res, this.options.mismatchStatus, code);
+    return this.problem(res, code === ProblemCode.InProgress ? 409 : 503, code, this.retryAfter);
   }
 
   private replay(
