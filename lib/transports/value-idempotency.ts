@@ -1,6 +1,7 @@
 import type { CallHandler, ExecutionContext, Logger } from '@nestjs/common';
 import { Observable, of, type Subscription } from 'rxjs';
 import { ProblemCode } from '../idempotency.constants.js';
+import { contextCarrier } from '../decorators/idempotency-context.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import type { ProblemOptions } from '../idempotency.problems.js';
 import type { IdempotencyCoordinator, RejectCode } from '../execution/idempotency.coordinator.js';
@@ -45,7 +46,7 @@ export class ValueIdempotency {
     return new Observable<unknown>((subscriber) => {
       let closed = false;
       let inner: Subscription | undefined;
-      this.route(type, request, route, args, next).then(
+      this.route(type, request, route, contextCarrier(context), next).then(
         (routed) => {
           if (closed) return void routed.cancel?.();
           inner = routed.result.subscribe(subscriber);

@@ -4,7 +4,13 @@ import { type INestApplication, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Args, GraphQLModule, Mutation, Query, Resolver } from '@nestjs/graphql';
 import { randomUUID } from 'node:crypto';
-import { Idempotent, IdempotencyModule, ProblemCode } from '../../lib/index.js';
+import {
+  type IdempotencyContext,
+  IdempotencyCtx,
+  Idempotent,
+  IdempotencyModule,
+  ProblemCode,
+} from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 
 const typeDefs = `
@@ -13,6 +19,7 @@ const typeDefs = `
   type Mutation {
     createPayment(amount: Int!): Payment!
     failPayment(amount: Int!): Payment!
+    scoped(amount: Int!): Payment!
   }
 `;
 
@@ -31,6 +38,14 @@ class PaymentsResolver {
   createPayment(@Args('amount') amount: number) {
     runs++;
     return { id: `pay_${runs}`, amount, run: runs, createdAt: new Date().toISOString() };
+  }
+
+  @Mutation('scoped')
+  @Idempotent({ endpoint: 'payments.scoped' })
+  scoped(@Args('amount') amount: number, @IdempotencyCtx() ctx: IdempotencyContext | undefined) {
+    runs++;
+    ctx?.setTransactionId(`tx_${runs}`);
+    return { id: `${ctx?.scope.endpoint}:${ctx?.scope.key}`, amount, run: runs, createdAt: '' };
   }
 
   @Mutation('failPayment')
@@ -116,6 +131,18 @@ describe('@Idempotent() on GraphQL mutations (Apollo)', () => {
     const bad = await mutate('has space', 3);
     expect(bad.errors?.[0].extensions).toMatchObject({ code: ProblemCode.KeyInvalid });
     expect(runs).toBe(before + 2);
+  });
+
+  it('@IdempotencyCtx() and the endpoint option work on a resolver', async () => {
+    const key = randomUUID();
+    const first = await mutate(key, 6, 'scoped');
+    expect(first.data?.p.id).toBe(`payments.scoped:${key}`);
+    expect(await mutate(key, 6, 'scoped')).toEqual(first);
+    const [row] = await db.records('idempotency_key = $1', [key]);
+    expect(row).toMatchObject({
+      endpoint: 'payments.scoped',
+      transaction_id: `tx_${first.data?.p.run}`,
+    });
   });
 
   it('a resolver that throws stores nothing: the key is free, a retry runs again', async () => {
