@@ -6,18 +6,15 @@ import {
   Logger,
   type NestInterceptor,
 } from '@nestjs/common';
-import { Observable, of, type Subscription } from 'rxjs';
+import { type Observable, of } from 'rxjs';
 import { IDEMPOTENCY_STORE, ProblemCode, REPLAYED_HEADER } from '../idempotency.constants.js';
 import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../idempotency-internal.constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
-import {
-  IdempotencyProblemException,
-  NOT_REPLAYABLE_DETAILS,
-  type ProblemOptions,
-} from '../idempotency.problems.js';
-import { setProblemHeadersOnRender } from './problem-headers.js';
+import { NOT_REPLAYABLE_DETAILS } from '../idempotency.problems.js';
 import { InvalidIdempotencyKeyError, parseIdempotencyKey } from './idempotency-key.parser.js';
-import { IdempotencyCoordinator, type RejectCode } from '../execution/idempotency.coordinator.js';
+import { IdempotencyCoordinator } from '../execution/idempotency.coordinator.js';
+import { afterDecision, type RoutedCall } from '../execution/routed-call.js';
+import { HttpRefusals } from './http-refusals.js';
 import type { OutcomeCapture } from '../execution/handler-outcome.js';
 import { holdResponse } from './response-capture.js';
 import { IdempotentRouteResolver, type IdempotentRoute } from './idempotent-route.resolver.js';
@@ -31,7 +28,6 @@ import {
 } from './http-adapter.utils.js';
 import type { IdempotencyRequest } from '../interfaces/idempotency-module-options.interface.js';
 import type { IdempotencyStore, StoredResponse } from '../store/idempotency-store.interface.js';
-import { RequestRefusedError } from './request-refused.error.js';
 import { RequestScope } from './request-scope.js';
 import { ReplayAuditService } from '../execution/replay-audit.service.js';
 import { ReplayCache } from '../execution/replay-cache.js';
@@ -41,8 +37,10 @@ import { substituteResponse, writeStoredResponse } from './response-replay.js';
 const HANDLED = Symbol('nestjs-pg-idempotency:handled');
 
 /**
- * HTTP glue: reads the key, asks the store to claim it, and either replays, refuses, or runs
- * the handler under the claim. Routes without `@Idempotent()` pass straight through.
+ * Translates HTTP to the coordinator and its decisions back to HTTP: reads the key and the
+ * request, then writes the replay, the problem response, or holds the handler's response while
+ * it is stored. GraphQL resolvers and RPC handlers go to `ValueIdempotency`. Routes without
+ * `@Idempotent()` pass straight through.
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
@@ -51,6 +49,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   private readonly requests: RequestScope;
   private readonly coordinator: IdempotencyCoordinator;
   private readonly values: ValueIdempotency;
+  private readonly refusals: HttpRefusals;
 
   constructor(
     @Inject(IDEMPOTENCY_RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
@@ -62,6 +61,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     this.requests = new RequestScope(options.getUserId, this.logger);
     this.coordinator = new IdempotencyCoordinator(options, store, audit, cache, this.logger);
     this.values = new ValueIdempotency(options, this.coordinator, this.logger);
+    this.refusals = new HttpRefusals(options);
   }
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
@@ -82,29 +82,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
       key = parseIdempotencyKey(rawHeaders(req), this.options.headerName);
     } catch (err) {
       if (!(err instanceof InvalidIdempotencyKeyError)) throw err;
-      throw this.problem(res, 400, ProblemCode.KeyInvalid, { detail: err.message });
+      throw this.refusals.problem(res, 400, ProblemCode.KeyInvalid, { detail: err.message });
     }
     if (key === undefined) {
       if (!route.required) return next.handle();
-      throw this.problem(res, 400, ProblemCode.KeyMissing);
+      throw this.refusals.problem(res, 400, ProblemCode.KeyMissing);
     }
     const claimedKey = key;
-    return new Observable((subscriber) => {
-      let closed = false;
-      let inner: Subscription | undefined;
-      this.claimAndRoute(route, req, res, claimedKey, next).then(
-        (routed) => {
-          // The caller gave up while the claim was in flight (a timeout): never leave it claimed.
-          if (closed) return void routed.cancel?.();
-          inner = routed.result.subscribe(subscriber);
-        },
-        (err: unknown) => subscriber.error(err),
-      );
-      return () => {
-        closed = true;
-        inner?.unsubscribe();
-      };
-    });
+    return afterDecision(() => this.claimAndRoute(route, req, res, claimedKey, next));
   }
 
   private async claimAndRoute(
@@ -113,15 +98,15 @@ export class IdempotencyInterceptor implements NestInterceptor {
     res: PlatformResponse,
     key: string,
     next: CallHandler,
-  ): Promise<{ result: Observable<unknown>; cancel?: () => Promise<void> }> {
+  ): Promise<RoutedCall> {
     const endpoint = route.endpoint ?? routeEndpoint(req);
-    const userId = await this.refusing(res, () => this.requests.userId(req, endpoint));
+    const userId = await this.refusals.refusing(res, () => this.requests.userId(req, endpoint));
     const selected = this.options.fingerprint(req);
     if (selected === undefined && hasBody(req)) {
       // A body nothing parsed cannot be compared: reusing the key with another body would replay.
-      throw this.problem(res, 415, ProblemCode.BodyUnreadable);
+      throw this.refusals.problem(res, 415, ProblemCode.BodyUnreadable);
     }
-    const requestHash = await this.refusing(res, () =>
+    const requestHash = await this.refusals.refusing(res, () =>
       this.requests.fingerprint(req, endpoint, selected),
     );
     const decision = await this.coordinator.decide({
@@ -133,7 +118,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       case 'replay':
         return { result: this.replay(route, res, decision.response) };
       case 'reject':
-        throw this.reject(res, decision.code);
+        throw this.refusals.reject(res, decision.code);
       case 'execute': {
         const { execution } = decision;
         const raw = rawResponse(res);
@@ -146,18 +131,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
   }
 
-  private reject(res: PlatformResponse, code: RejectCode): IdempotencyProblemException {
-    if (code === ProblemCode.Mismatch) return this.problem(res, this.options.mismatchStatus, code);
-    return this.problem(res, code === ProblemCode.InProgress ? 409 : 503, code, this.retryAfter);
-  }
-
   private replay(
     route: IdempotentRoute,
     res: PlatformResponse,
     stored: StoredResponse,
   ): Observable<unknown> {
     if (stored.body === null) {
-      throw this.problem(res, 409, ProblemCode.NotReplayable, {
+      throw this.refusals.problem(res, 409, ProblemCode.NotReplayable, {
         detail: NOT_REPLAYABLE_DETAILS[stored.omitted ?? 'too_large'],
         extensions: { original_status: stored.statusCode },
       });
@@ -169,30 +149,5 @@ export class IdempotencyInterceptor implements NestInterceptor {
       substituteResponse(rawResponse(res), stored, REPLAYED_HEADER);
     }
     return of(undefined);
-  }
-
-  /** Who or what the request is could not be told: answered as a problem, nothing claimed. */
-  private async refusing<T>(res: PlatformResponse, work: () => T | Promise<T>): Promise<T> {
-    try {
-      return await work();
-    } catch (err) {
-      if (!(err instanceof RequestRefusedError)) throw err;
-      throw this.problem(res, err.status, err.code, { detail: err.message });
-    }
-  }
-
-  private get retryAfter(): ProblemOptions {
-    return { headers: { 'Retry-After': String(this.options.retryAfterSeconds) } };
-  }
-
-  private problem(
-    res: PlatformResponse,
-    status: number,
-    code: ProblemCode,
-    options: ProblemOptions = {},
-  ): IdempotencyProblemException {
-    const problem = new IdempotencyProblemException(status, code, options);
-    setProblemHeadersOnRender(rawResponse(res), problem);
-    return problem;
   }
 }

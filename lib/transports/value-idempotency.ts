@@ -1,5 +1,6 @@
 import type { CallHandler, ExecutionContext, Logger } from '@nestjs/common';
-import { Observable, of, type Subscription } from 'rxjs';
+import { of } from 'rxjs';
+import { afterDecision, type RoutedCall } from '../execution/routed-call.js';
 import { ProblemCode } from '../idempotency.constants.js';
 import { contextCarrier } from '../decorators/idempotency-context.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
@@ -15,7 +16,6 @@ import { valueProblem } from './value-problem.js';
 import { graphqlRequest, rpcRequest, type ValueRequest } from './value-request.js';
 
 type ValueType = 'graphql' | 'rpc';
-type Routed = { result: Observable<unknown>; cancel?: () => Promise<void> };
 
 /**
  * `@Idempotent()` on GraphQL resolvers and microservice handlers: the key comes from the GraphQL
@@ -43,21 +43,8 @@ export class ValueIdempotency {
       type === 'graphql'
         ? graphqlRequest(context, this.options)
         : rpcRequest(context, this.options);
-    return new Observable<unknown>((subscriber) => {
-      let closed = false;
-      let inner: Subscription | undefined;
-      this.route(type, request, route, contextCarrier(context), next).then(
-        (routed) => {
-          if (closed) return void routed.cancel?.();
-          inner = routed.result.subscribe(subscriber);
-        },
-        (err: unknown) => subscriber.error(err),
-      );
-      return () => {
-        closed = true;
-        inner?.unsubscribe();
-      };
-    });
+    const carrier = contextCarrier(context);
+    return afterDecision(() => this.route(type, request, route, carrier, next));
   }
 
   private async route(
@@ -66,7 +53,7 @@ export class ValueIdempotency {
     route: IdempotentRoute,
     carrier: object,
     next: CallHandler,
-  ): Promise<Routed> {
+  ): Promise<RoutedCall> {
     const fail = (status: number, code: ProblemCode, options?: ProblemOptions) =>
       valueProblem(type, status, code, options);
     let key: string | undefined;

@@ -20,6 +20,7 @@ const typeDefs = `
     createPayment(amount: Int!): Payment!
     failPayment(amount: Int!): Payment!
     scoped(amount: Int!): Payment!
+    ledger(amount: Int!): Payment!
   }
 `;
 
@@ -46,6 +47,20 @@ class PaymentsResolver {
     runs++;
     ctx?.setTransactionId(`tx_${runs}`);
     return { id: `${ctx?.scope.endpoint}:${ctx?.scope.key}`, amount, run: runs, createdAt: '' };
+  }
+
+  @Mutation('ledger')
+  @Idempotent({ transactional: true })
+  async ledger(
+    @Args('amount') amount: number,
+    @IdempotencyCtx() ctx: IdempotencyContext | undefined,
+  ) {
+    runs++;
+    const [row] = await ctx!.manager!.query(
+      'INSERT INTO gql_ledger (amount) VALUES ($1) RETURNING id',
+      [amount],
+    );
+    return { id: `led_${row.id}`, amount, run: runs, createdAt: '' };
   }
 
   @Mutation('failPayment')
@@ -78,6 +93,7 @@ describe('@Idempotent() on GraphQL mutations (Apollo)', () => {
 
   beforeAll(async () => {
     db = await createMigratedDatabase('graphql');
+    await db.dataSource.query('CREATE TABLE gql_ledger (id serial PRIMARY KEY, amount int)');
     @Module({
       imports: [
         GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, typeDefs }),
@@ -143,6 +159,15 @@ describe('@Idempotent() on GraphQL mutations (Apollo)', () => {
       endpoint: 'payments.scoped',
       transaction_id: `tx_${first.data?.p.run}`,
     });
+  });
+
+  it('transactional: the resolver writes commit with the stored outcome, once', async () => {
+    const key = randomUUID();
+    const first = await mutate(key, 9, 'ledger');
+    expect(first.errors).toBeUndefined();
+    expect(await mutate(key, 9, 'ledger')).toEqual(first);
+    const rows = await db.dataSource.query('SELECT amount FROM gql_ledger WHERE amount = 9');
+    expect(rows).toHaveLength(1);
   });
 
   it('a resolver that throws stores nothing: the key is free, a retry runs again', async () => {
