@@ -1,31 +1,25 @@
-import { createHash } from 'node:crypto';
 import { type CallHandler, HttpException, type LoggerService } from '@nestjs/common';
 import { defer, type Observable } from 'rxjs';
 import type { QueryRunner } from 'typeorm';
-import { ProblemCode } from '../idempotency.constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import {
   attachIdempotencyContext,
   checkTransactionId,
   IdempotencyContext,
 } from '../decorators/idempotency-context.js';
-import { IdempotencyProblemException, PROBLEM_CONTENT_TYPE } from '../idempotency.problems.js';
 import type { IdempotentRoute } from '../http/idempotent-route.resolver.js';
 import type {
   CompletedRecord,
-  Completion,
   IdempotencyScope,
   IdempotencyStore,
   Lease,
   StoredResponse,
 } from '../store/idempotency-store.interface.js';
 import { trackSettlement } from './handler-settlement.js';
-import { jsonCopy } from './json-copy.js';
+import { type Completing, completionOf, rolledBackResponse } from './outcome-completion.js';
 import type { OutcomeCapture, WireResponse } from './handler-outcome.js';
 import { LeaseHeartbeat } from './lease-heartbeat.js';
 import { lazyTransaction } from '../store/postgres/lazy-transaction.js';
-
-type Completing = Omit<Completion, 'ttlSeconds'>;
 
 /**
  * One handler run under a claimed key. The claim lasts until the handler has settled AND the
@@ -110,16 +104,11 @@ export class IdempotentExecution {
     }
     this.settle();
     if (!this.stores(wire.statusCode, this.handlerError)) return this.discard('not stored');
-    const digestOnly = this.route.storeResponse === 'digest';
-    const storable = !digestOnly && wire.body.length <= this.options.maxResponseBytes;
-    const json = storable || digestOnly ? jsonCopy(wire) : undefined;
+    const outcome = completionOf(wire, this.route.storeResponse, this.options.maxResponseBytes);
+    const { storable } = outcome;
     const completing = {
-      statusCode: wire.statusCode,
-      headers: wire.headers,
-      body: storable ? wire.body : null,
-      bodyJson: storable ? (json?.text ?? null) : null,
-      bodyDigest: digestOnly ? createHash('sha256').update(wire.body).digest('hex') : null,
-      transactionId: this.transactionId(req, json ? json.value : wire.body.toString('utf8')),
+      ...outcome.completing,
+      transactionId: this.transactionId(req, outcome.body),
     };
     const record = await this.record(completing);
     if (record === 'rolled-back') return this.rolledBack();
@@ -212,18 +201,7 @@ export class IdempotentExecution {
   private async rolledBack(err?: Error): Promise<WireResponse> {
     this.logger.error?.(`Rolled back ${this.describe()}${err ? `: ${err.message}` : ''}`);
     await this.discard('its transaction rolled back');
-    const problem = new IdempotencyProblemException(503, ProblemCode.StoreUnavailable, {
-      detail:
-        'The operation was rolled back because its outcome could not be recorded; retry with the same key',
-    });
-    return {
-      statusCode: 503,
-      headers: {
-        'content-type': PROBLEM_CONTENT_TYPE,
-        'retry-after': String(this.options.retryAfterSeconds),
-      },
-      body: Buffer.from(JSON.stringify(problem.getResponse())),
-    };
+    return rolledBackResponse(this.options.retryAfterSeconds);
   }
 
   private transactionId(req: object, body: unknown): string | null {
