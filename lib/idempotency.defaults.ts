@@ -44,6 +44,7 @@ export const IDEMPOTENCY_DEFAULTS = {
   // `id`, or what JWT guards put there: the payload itself (`sub`) or passport-jwt's `{ userId }`.
   getUserId: (req: IdempotencyRequest) => req.user?.id ?? req.user?.sub ?? req.user?.userId,
   fingerprint: (req: IdempotencyRequest) => req.body,
+  getRpcKey: (data: { idempotencyKey?: unknown } | null | undefined) => data?.idempotencyKey,
   // The status the client receives decides: an unknown error an app's filter turns into 402 is
   // a business outcome; one that reaches the client as 500 is not.
   storeIf: ((status) => status < 500 && status !== 400 && status !== 422) as StoreIfFn,
@@ -155,6 +156,7 @@ export function resolveIdempotencyOptions(
     ),
     getUserId: options.getUserId ?? d.getUserId,
     fingerprint: options.fingerprint ?? d.fingerprint,
+    getRpcKey: options.getRpcKey ?? d.getRpcKey,
     storeIf: options.storeIf ?? d.storeIf,
     cleanup: { ...d.cleanup, ...options.cleanup },
     replayCache:

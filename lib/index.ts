@@ -14,6 +14,7 @@ export {
   CLEANUP_JOB_NAME,
   ProblemCode,
 } from './idempotency.constants.js';
+export { IdempotencyGraphQLError } from './transports/value-problem.js';
 export { IDEMPOTENCY_DEFAULTS } from './idempotency.defaults.js';
 export {
   IdempotencyProblemException,

@@ -1,19 +1,14 @@
-import { createHash } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
 import { type CallHandler, HttpException, type LoggerService } from '@nestjs/common';
 import { defer, type Observable } from 'rxjs';
-import { ProblemCode } from '../idempotency.constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import {
   attachIdempotencyContext,
   checkTransactionId,
   IdempotencyContext,
 } from '../decorators/idempotency-context.js';
-import { IdempotencyProblemException, PROBLEM_CONTENT_TYPE } from '../idempotency.problems.js';
 import type { IdempotentRoute } from '../http/idempotent-route.resolver.js';
 import type {
   CompletedRecord,
-  Completion,
   IdempotencyScope,
   IdempotencyStore,
   IdempotencyTransaction,
@@ -21,12 +16,10 @@ import type {
   StoredResponse,
 } from '../store/idempotency-store.interface.js';
 import { trackSettlement } from './handler-settlement.js';
-import { jsonBody } from './json-body.js';
-import { holdResponse, type WireResponse } from '../http/response-capture.js';
+import { type Completing, completionOf, rolledBackResponse } from './outcome-completion.js';
+import type { OutcomeCapture, WireResponse } from './handler-outcome.js';
 import { LeaseHeartbeat } from './lease-heartbeat.js';
 import { openTransaction } from '../store/transactional-routes.check.js';
-
-type Completing = Omit<Completion, 'ttlSeconds'>;
 
 /**
  * One handler run under a claimed key. The claim lasts until the handler has settled AND the
@@ -59,7 +52,7 @@ export class IdempotentExecution {
   }
 
   /** Cold: the handler runs on subscription. Never subscribed? Call `cancel()`. */
-  run(req: object, res: ServerResponse, next: CallHandler): Observable<unknown> {
+  run(req: object, next: CallHandler, capture: OutcomeCapture): Observable<unknown> {
     return defer(() => {
       if (this.route.transactional) {
         this.transaction = openTransaction(this.store, this.lease, async (tx) => {
@@ -71,17 +64,18 @@ export class IdempotentExecution {
       }
       attachIdempotencyContext(req, this.context);
       this.heartbeat.start();
-      holdResponse(res, this.options.replayHeaders, {
-        onStream: () => this.streamed(),
-        onEnd: (wire) => this.responded(req, wire),
-      });
-      return trackSettlement(next.handle(), {
+      const handled = trackSettlement(next.handle(), {
         settled: (error, errored) => this.handlerSettled(error, errored),
         detached: () => {
           if (this.done) return false;
           this.early = true;
           return true;
         },
+      });
+      return capture(handled, {
+        onStream: () => this.streamed(),
+        onEnd: (wire) => this.responded(req, wire),
+        onFailure: () => this.failed(),
       });
     });
   }
@@ -90,6 +84,13 @@ export class IdempotentExecution {
   async cancel(): Promise<void> {
     this.done = true;
     await this.release('the request was abandoned before its handler ran');
+  }
+
+  /** No response carries the handler's error (GraphQL, RPC): free the key for a retry. */
+  private async failed(): Promise<void> {
+    if (this.done) return;
+    this.settle();
+    await this.discard('its handler failed');
   }
 
   private async responded(req: object, wire: WireResponse): Promise<WireResponse | void> {
@@ -103,15 +104,11 @@ export class IdempotentExecution {
     }
     this.settle();
     if (!this.stores(wire.statusCode, this.handlerError)) return this.discard('not stored');
-    const digestOnly = this.route.storeResponse === 'digest';
-    const storable = !digestOnly && wire.body.length <= this.options.maxResponseBytes;
-    const json = storable || digestOnly ? jsonBody(wire) : undefined;
+    const outcome = completionOf(wire, this.route.storeResponse, this.options.maxResponseBytes);
+    const { storable } = outcome;
     const completing = {
-      statusCode: wire.statusCode,
-      headers: wire.headers,
-      body: storable ? wire.body : null,
-      bodyDigest: digestOnly ? createHash('sha256').update(wire.body).digest('hex') : null,
-      transactionId: this.transactionId(req, json ? json.value : wire.body.toString('utf8')),
+      ...outcome.completing,
+      transactionId: this.transactionId(req, outcome.body),
     };
     const record = await this.record(completing);
     if (record === 'rolled-back') return this.rolledBack();
@@ -203,18 +200,7 @@ export class IdempotentExecution {
   private async rolledBack(err?: Error): Promise<WireResponse> {
     this.logger.error?.(`Rolled back ${this.describe()}${err ? `: ${err.message}` : ''}`);
     await this.discard('its transaction rolled back');
-    const problem = new IdempotencyProblemException(503, ProblemCode.StoreUnavailable, {
-      detail:
-        'The operation was rolled back because its outcome could not be recorded; retry with the same key',
-    });
-    return {
-      statusCode: 503,
-      headers: {
-        'content-type': PROBLEM_CONTENT_TYPE,
-        'retry-after': String(this.options.retryAfterSeconds),
-      },
-      body: Buffer.from(JSON.stringify(problem.getResponse())),
-    };
+    return rolledBackResponse(this.options.retryAfterSeconds);
   }
 
   private transactionId(req: object, body: unknown): string | null {

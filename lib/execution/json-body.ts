@@ -1,4 +1,4 @@
-import type { WireResponse } from '../http/response-capture.js';
+import type { WireResponse } from './handler-outcome.js';
 
 /** The parsed body of a JSON response (what `transactionId()` derives the id from), else undefined. */
 export function jsonBody(wire: WireResponse): { value: unknown } | undefined {

@@ -6,18 +6,17 @@ import {
   Logger,
   type NestInterceptor,
 } from '@nestjs/common';
-import { Observable, of, type Subscription } from 'rxjs';
+import { type Observable, of } from 'rxjs';
 import { IDEMPOTENCY_STORE, ProblemCode, REPLAYED_HEADER } from '../idempotency.constants.js';
 import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../idempotency-internal.constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
-import {
-  IdempotencyProblemException,
-  NOT_REPLAYABLE_DETAILS,
-  type ProblemOptions,
-} from '../idempotency.problems.js';
-import { setProblemHeadersOnRender } from './problem-headers.js';
+import { NOT_REPLAYABLE_DETAILS } from '../idempotency.problems.js';
 import { InvalidIdempotencyKeyError, parseIdempotencyKey } from './idempotency-key.parser.js';
-import { IdempotentExecution } from '../execution/idempotent.execution.js';
+import { IdempotencyCoordinator } from '../execution/idempotency.coordinator.js';
+import { afterDecision, type RoutedCall } from '../execution/routed-call.js';
+import { HttpRefusals } from './http-refusals.js';
+import type { OutcomeCapture } from '../execution/handler-outcome.js';
+import { holdResponse } from './response-capture.js';
 import { IdempotentRouteResolver, type IdempotentRoute } from './idempotent-route.resolver.js';
 import {
   hasBody,
@@ -29,38 +28,48 @@ import {
 } from './http-adapter.utils.js';
 import type { IdempotencyRequest } from '../interfaces/idempotency-module-options.interface.js';
 import type { IdempotencyStore, StoredResponse } from '../store/idempotency-store.interface.js';
-import { RequestRefusedError } from './request-refused.error.js';
 import { RequestScope } from './request-scope.js';
 import { ReplayAuditService } from '../execution/replay-audit.service.js';
 import { ReplayCache } from '../execution/replay-cache.js';
+import { ValueIdempotency } from '../transports/value-idempotency.js';
 import { substituteResponse, writeStoredResponse } from './response-replay.js';
 
 const HANDLED = Symbol('nestjs-pg-idempotency:handled');
 
 /**
- * HTTP glue: reads the key, asks the store to claim it, and either replays, refuses, or runs
- * the handler under the claim. Routes without `@Idempotent()` pass straight through.
+ * Translates HTTP to the coordinator and its decisions back to HTTP: reads the key and the
+ * request, then writes the replay, the problem response, or holds the handler's response while
+ * it is stored. GraphQL resolvers and RPC handlers go to `ValueIdempotency`. Routes without
+ * `@Idempotent()` pass straight through.
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
   private readonly logger = new Logger('Idempotency');
   private readonly routes: IdempotentRouteResolver;
   private readonly requests: RequestScope;
+  private readonly coordinator: IdempotencyCoordinator;
+  private readonly values: ValueIdempotency;
+  private readonly refusals: HttpRefusals;
 
   constructor(
     @Inject(IDEMPOTENCY_RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
-    @Inject(IDEMPOTENCY_STORE) private readonly store: IdempotencyStore,
-    private readonly audit: ReplayAuditService,
-    private readonly cache: ReplayCache,
+    @Inject(IDEMPOTENCY_STORE) store: IdempotencyStore,
+    audit: ReplayAuditService,
+    cache: ReplayCache,
   ) {
     this.routes = new IdempotentRouteResolver(options);
     this.requests = new RequestScope(options.getUserId, this.logger);
+    this.coordinator = new IdempotencyCoordinator(options, store, audit, cache, this.logger);
+    this.values = new ValueIdempotency(options, this.coordinator, this.logger);
+    this.refusals = new HttpRefusals(options);
   }
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    if (context.getType() !== 'http') return next.handle();
     const route = this.routes.resolve(context);
     if (route === null) return next.handle();
+    const type = context.getType<string>();
+    if (type === 'graphql' || type === 'rpc') return this.values.intercept(context, route, next);
+    if (type !== 'http') return next.handle();
     const http = context.switchToHttp();
     const req = http.getRequest();
     const res = http.getResponse();
@@ -73,29 +82,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
       key = parseIdempotencyKey(rawHeaders(req), this.options.headerName);
     } catch (err) {
       if (!(err instanceof InvalidIdempotencyKeyError)) throw err;
-      throw this.problem(res, 400, ProblemCode.KeyInvalid, { detail: err.message });
+      throw this.refusals.problem(res, 400, ProblemCode.KeyInvalid, { detail: err.message });
     }
     if (key === undefined) {
       if (!route.required) return next.handle();
-      throw this.problem(res, 400, ProblemCode.KeyMissing);
+      throw this.refusals.problem(res, 400, ProblemCode.KeyMissing);
     }
     const claimedKey = key;
-    return new Observable((subscriber) => {
-      let closed = false;
-      let inner: Subscription | undefined;
-      this.claimAndRoute(route, req, res, claimedKey, next).then(
-        (routed) => {
-          // The caller gave up while the claim was in flight (a timeout): never leave it claimed.
-          if (closed) return void routed.cancel?.();
-          inner = routed.result.subscribe(subscriber);
-        },
-        (err: unknown) => subscriber.error(err),
-      );
-      return () => {
-        closed = true;
-        inner?.unsubscribe();
-      };
-    });
+    return afterDecision(() => this.claimAndRoute(route, req, res, claimedKey, next));
   }
 
   private async claimAndRoute(
@@ -104,66 +98,35 @@ export class IdempotencyInterceptor implements NestInterceptor {
     res: PlatformResponse,
     key: string,
     next: CallHandler,
-  ): Promise<{ result: Observable<unknown>; cancel?: () => Promise<void> }> {
+  ): Promise<RoutedCall> {
     const endpoint = route.endpoint ?? routeEndpoint(req);
-    const userId = await this.refusing(res, () => this.requests.userId(req, endpoint));
-    const scope = { key, endpoint, userId };
+    const userId = await this.refusals.refusing(res, () => this.requests.userId(req, endpoint));
     const selected = this.options.fingerprint(req);
     if (selected === undefined && hasBody(req)) {
       // A body nothing parsed cannot be compared: reusing the key with another body would replay.
-      throw this.problem(res, 415, ProblemCode.BodyUnreadable);
+      throw this.refusals.problem(res, 415, ProblemCode.BodyUnreadable);
     }
-    const requestHash = await this.refusing(res, () =>
+    const requestHash = await this.refusals.refusing(res, () =>
       this.requests.fingerprint(req, endpoint, selected),
     );
-    const cacheKey = ReplayCache.scopeKey(scope.userId, scope.endpoint, key);
-    const cached = this.cache.get(cacheKey, requestHash);
-    if (cached) {
-      this.audit.record(cached.recordId, cached.expiresAt);
-      return { result: this.replay(route, res, cached.response) };
-    }
-    let outcome;
-    try {
-      outcome = await this.store.claim({
-        ...scope,
-        requestHash,
-        ttlSeconds: route.ttlSeconds,
-        leaseSeconds: this.options.leaseSeconds,
-      });
-    } catch (err) {
-      this.logger.error(
-        `Idempotency store unavailable; refusing ${scope.endpoint}: ${(err as Error).message}`,
-      );
-      throw this.problem(res, 503, ProblemCode.StoreUnavailable, this.retryAfter);
-    }
-    switch (outcome.type) {
-      case 'in_progress':
-        throw this.problem(res, 409, ProblemCode.InProgress, this.retryAfter);
-      case 'mismatch':
-        throw this.problem(res, this.options.mismatchStatus, ProblemCode.Mismatch);
-      case 'completed':
-        this.audit.record(outcome.recordId, outcome.expiresAt);
-        this.cache.set(cacheKey, { ...outcome, requestHash }, outcome.secondsLeft);
-        return { result: this.replay(route, res, outcome.response) };
-      case 'claimed': {
-        const execution = new IdempotentExecution(
-          this.options,
-          this.store,
-          this.logger,
-          route,
-          scope,
-          outcome.lease,
-          (response, record) =>
-            this.cache.set(
-              cacheKey,
-              { requestHash, recordId: outcome.lease.id, expiresAt: record.expiresAt, response },
-              record.secondsLeft,
-            ),
-        );
-        return {
-          result: execution.run(req, rawResponse(res), next),
-          cancel: () => execution.cancel(),
+    const decision = await this.coordinator.decide({
+      scope: { key, endpoint, userId },
+      requestHash,
+      route,
+    });
+    switch (decision.type) {
+      case 'replay':
+        return { result: this.replay(route, res, decision.response) };
+      case 'reject':
+        throw this.refusals.reject(res, decision.code);
+      case 'execute': {
+        const { execution } = decision;
+        const raw = rawResponse(res);
+        const hold: OutcomeCapture = (handled, hooks) => {
+          holdResponse(raw, this.options.replayHeaders, hooks);
+          return handled;
         };
+        return { result: execution.run(req, next, hold), cancel: () => execution.cancel() };
       }
     }
   }
@@ -174,7 +137,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     stored: StoredResponse,
   ): Observable<unknown> {
     if (stored.body === null) {
-      throw this.problem(res, 409, ProblemCode.NotReplayable, {
+      throw this.refusals.problem(res, 409, ProblemCode.NotReplayable, {
         detail: NOT_REPLAYABLE_DETAILS[stored.omitted ?? 'too_large'],
         extensions: { original_status: stored.statusCode },
       });
@@ -186,30 +149,5 @@ export class IdempotencyInterceptor implements NestInterceptor {
       substituteResponse(rawResponse(res), stored, REPLAYED_HEADER);
     }
     return of(undefined);
-  }
-
-  /** Who or what the request is could not be told: answered as a problem, nothing claimed. */
-  private async refusing<T>(res: PlatformResponse, work: () => T | Promise<T>): Promise<T> {
-    try {
-      return await work();
-    } catch (err) {
-      if (!(err instanceof RequestRefusedError)) throw err;
-      throw this.problem(res, err.status, err.code, { detail: err.message });
-    }
-  }
-
-  private get retryAfter(): ProblemOptions {
-    return { headers: { 'Retry-After': String(this.options.retryAfterSeconds) } };
-  }
-
-  private problem(
-    res: PlatformResponse,
-    status: number,
-    code: ProblemCode,
-    options: ProblemOptions = {},
-  ): IdempotencyProblemException {
-    const problem = new IdempotencyProblemException(status, code, options);
-    setProblemHeadersOnRender(rawResponse(res), problem);
-    return problem;
   }
 }

@@ -1,23 +1,9 @@
 import type { ServerResponse } from 'node:http';
-/** The response as the client would receive it. */
-export interface WireResponse {
-  statusCode: number;
-  /** Only the allow-listed headers, lower-cased. */
-  headers: Record<string, string>;
-  body: Buffer;
-}
-
-export interface HoldHooks {
-  /** Runs before the response leaves the process; the client waits for it. */
-  onEnd(response: WireResponse): Promise<WireResponse | void>;
-  /**
-   * The handler streams (writes before ending): nothing can be stored. Resolves before the first
-   * byte leaves; a replacement is sent instead of the stream.
-   */
-  onStream(): Promise<WireResponse | void>;
-}
+import type { HoldHooks, WireResponse } from '../execution/handler-outcome.js';
 
 import { BODY_HEADERS, headersArg, patch, type Patched } from './response-patch.js';
+
+export type { HoldHooks, WireResponse };
 
 function splitEnd(args: unknown[]): { chunk: unknown; encoding: BufferEncoding | undefined } {
   const chunk = typeof args[0] === 'function' ? undefined : args[0];
@@ -42,7 +28,11 @@ function toBuffer(chunk: unknown, encoding: BufferEncoding | undefined): Buffer 
  * A stream (a chunk written or headers flushed before `end`) waits for `onStream` before its
  * first byte leaves, so a transactional handler's writes are committed before the status line.
  */
-export function holdResponse(res: ServerResponse, allow: ReadonlySet<string>, hooks: HoldHooks) {
+export function holdResponse(
+  res: ServerResponse,
+  allow: ReadonlySet<string>,
+  hooks: Pick<HoldHooks, 'onEnd' | 'onStream'>,
+) {
   let state: 'open' | 'held' | 'streaming' | 'released' | 'replaced' = 'open';
   let heldHead: unknown[] | undefined;
   const queued: [Patched, unknown[]][] = [];

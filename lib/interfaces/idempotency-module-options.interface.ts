@@ -133,6 +133,15 @@ export interface IdempotencyModuleOptions {
    */
   fingerprint?: (req: IdempotencyRequest) => unknown;
   /**
+   * Where an RPC (microservice) message carries its idempotency key: `data` is the payload,
+   * `context` the transport's context (`TcpContext`, `NatsContext`, `RmqContext`...), for
+   * transports with headers. Return nothing for a message without a key.
+   * @default (data) => data?.idempotencyKey
+   * @example (data, ctx) => ctx.getHeaders?.()?.get('Idempotency-Key') // NATS headers
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  getRpcKey?: (data: any, context: any) => unknown;
+  /**
    * Status for a key reused with a different request: 409 (Stripe) or 422 (IETF draft).
    * @default 409
    */

@@ -1,0 +1,97 @@
+import type { LoggerService } from '@nestjs/common';
+import { ProblemCode } from '../idempotency.constants.js';
+import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
+import type { IdempotentRoute } from '../http/idempotent-route.resolver.js';
+import type {
+  IdempotencyScope,
+  IdempotencyStore,
+  StoredResponse,
+} from '../store/idempotency-store.interface.js';
+import { IdempotentExecution } from './idempotent.execution.js';
+import type { ReplayAuditService } from './replay-audit.service.js';
+import { ReplayCache } from './replay-cache.js';
+
+/** One request to decide on: what it is for, and what it is. */
+export interface IdempotentAttempt {
+  scope: IdempotencyScope;
+  /** SHA-256 hex of the request (see `fingerprintRequest`). */
+  requestHash: string;
+  route: IdempotentRoute;
+}
+
+/** Why a request is refused without running; the transport says it in its own terms. */
+export type RejectCode =
+  typeof ProblemCode.InProgress | typeof ProblemCode.Mismatch | typeof ProblemCode.StoreUnavailable;
+
+/** What to do with a request; no transport types, so HTTP, GraphQL and RPC share it. */
+export type IdempotencyDecision =
+  | { type: 'replay'; response: StoredResponse }
+  | { type: 'reject'; code: RejectCode }
+  | { type: 'execute'; execution: IdempotentExecution };
+
+/**
+ * The request logic of idempotency, apart from any transport: replay cache, then claim, then
+ * replay, reject or execute under the claim. A store that cannot answer rejects (fail closed):
+ * a handler never runs unprotected.
+ */
+export class IdempotencyCoordinator {
+  constructor(
+    private readonly options: ResolvedIdempotencyOptions,
+    private readonly store: IdempotencyStore,
+    private readonly audit: Pick<ReplayAuditService, 'record'>,
+    private readonly cache: ReplayCache,
+    private readonly logger: LoggerService,
+  ) {}
+
+  async decide({ scope, requestHash, route }: IdempotentAttempt): Promise<IdempotencyDecision> {
+    const cacheKey = ReplayCache.scopeKey(scope.userId, scope.endpoint, scope.key);
+    const cached = this.cache.get(cacheKey, requestHash);
+    if (cached) {
+      this.audit.record(cached.recordId, cached.expiresAt);
+      return { type: 'replay', response: cached.response };
+    }
+    let outcome;
+    try {
+      outcome = await this.store.claim({
+        ...scope,
+        requestHash,
+        ttlSeconds: route.ttlSeconds,
+        leaseSeconds: this.options.leaseSeconds,
+      });
+    } catch (err) {
+      this.logger.error(
+        `Idempotency store unavailable; refusing ${scope.endpoint}: ${(err as Error).message}`,
+      );
+      return { type: 'reject', code: ProblemCode.StoreUnavailable };
+    }
+    switch (outcome.type) {
+      case 'in_progress':
+        return { type: 'reject', code: ProblemCode.InProgress };
+      case 'mismatch':
+        return { type: 'reject', code: ProblemCode.Mismatch };
+      case 'completed':
+        this.audit.record(outcome.recordId, outcome.expiresAt);
+        // The entry's life is the record's, as the database counts it.
+        this.cache.set(cacheKey, { ...outcome, requestHash }, outcome.secondsLeft);
+        return { type: 'replay', response: outcome.response };
+      case 'claimed': {
+        const { lease } = outcome;
+        const execution = new IdempotentExecution(
+          this.options,
+          this.store,
+          this.logger,
+          route,
+          scope,
+          lease,
+          (response, record) =>
+            this.cache.set(
+              cacheKey,
+              { requestHash, recordId: lease.id, expiresAt: record.expiresAt, response },
+              record.secondsLeft,
+            ),
+        );
+        return { type: 'execute', execution };
+      }
+    }
+  }
+}

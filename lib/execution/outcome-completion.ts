@@ -1,0 +1,46 @@
+import { createHash } from 'node:crypto';
+import { ProblemCode } from '../idempotency.constants.js';
+import { IdempotencyProblemException, PROBLEM_CONTENT_TYPE } from '../idempotency.problems.js';
+import type { Completion } from '../store/idempotency-store.interface.js';
+import type { WireResponse } from './handler-outcome.js';
+import { jsonBody } from './json-body.js';
+
+export type Completing = Omit<Completion, 'ttlSeconds'>;
+
+/**
+ * What is stored of an outcome: all of it when it fits `maxResponseBytes`, only its status and
+ * SHA-256 on a `storeResponse: 'digest'` route. `body` is what `transactionId()` derives from:
+ * the parsed JSON when it is JSON, else the text.
+ */
+export function completionOf(
+  wire: WireResponse,
+  storeResponse: 'full' | 'digest',
+  maxResponseBytes: number,
+): { completing: Omit<Completing, 'transactionId'>; storable: boolean; body: unknown } {
+  const digestOnly = storeResponse === 'digest';
+  const storable = !digestOnly && wire.body.length <= maxResponseBytes;
+  const json = storable || digestOnly ? jsonBody(wire) : undefined;
+  return {
+    storable,
+    body: json ? json.value : wire.body.toString('utf8'),
+    completing: {
+      statusCode: wire.statusCode,
+      headers: wire.headers,
+      body: storable ? wire.body : null,
+      bodyDigest: digestOnly ? createHash('sha256').update(wire.body).digest('hex') : null,
+    },
+  };
+}
+
+/** Sent instead of the outcome when a transactional handler's writes were rolled back. */
+export function rolledBackResponse(retryAfterSeconds: number): WireResponse {
+  const problem = new IdempotencyProblemException(503, ProblemCode.StoreUnavailable, {
+    detail:
+      'The operation was rolled back because its outcome could not be recorded; retry with the same key',
+  });
+  return {
+    statusCode: 503,
+    headers: { 'content-type': PROBLEM_CONTENT_TYPE, 'retry-after': String(retryAfterSeconds) },
+    body: Buffer.from(JSON.stringify(problem.getResponse())),
+  };
+}

@@ -1,0 +1,43 @@
+import { ProblemCode } from '../idempotency.constants.js';
+import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
+import { IdempotencyProblemException, type ProblemOptions } from '../idempotency.problems.js';
+import type { RejectCode } from '../execution/idempotency.coordinator.js';
+import { type PlatformResponse, rawResponse } from './http-adapter.utils.js';
+import { setProblemHeadersOnRender } from './problem-headers.js';
+import { RequestRefusedError } from './request-refused.error.js';
+
+/** Refusals as RFC 9457 problem responses, with their headers set on the response. */
+export class HttpRefusals {
+  constructor(private readonly options: ResolvedIdempotencyOptions) {}
+
+  /** The coordinator's refusal: 409 in progress, the mismatch status, or 503 (fail closed). */
+  reject(res: PlatformResponse, code: RejectCode): IdempotencyProblemException {
+    if (code === ProblemCode.Mismatch) return this.problem(res, this.options.mismatchStatus, code);
+    return this.problem(res, code === ProblemCode.InProgress ? 409 : 503, code, this.retryAfter);
+  }
+
+  /** Who or what the request is could not be told: answered as a problem, nothing claimed. */
+  async refusing<T>(res: PlatformResponse, work: () => T | Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      if (!(err instanceof RequestRefusedError)) throw err;
+      throw this.problem(res, err.status, err.code, { detail: err.message });
+    }
+  }
+
+  problem(
+    res: PlatformResponse,
+    status: number,
+    code: ProblemCode,
+    options: ProblemOptions = {},
+  ): IdempotencyProblemException {
+    const problem = new IdempotencyProblemException(status, code, options);
+    setProblemHeadersOnRender(rawResponse(res), problem);
+    return problem;
+  }
+
+  private get retryAfter(): ProblemOptions {
+    return { headers: { 'Retry-After': String(this.options.retryAfterSeconds) } };
+  }
+}

@@ -1,0 +1,112 @@
+import type { CallHandler, ExecutionContext, Logger } from '@nestjs/common';
+import { of } from 'rxjs';
+import { afterDecision, type RoutedCall } from '../execution/routed-call.js';
+import { ProblemCode } from '../idempotency.constants.js';
+import { contextCarrier } from '../decorators/idempotency-context.js';
+import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
+import type { ProblemOptions } from '../idempotency.problems.js';
+import type { IdempotencyCoordinator, RejectCode } from '../execution/idempotency.coordinator.js';
+import { fingerprintRequest } from '../execution/request-fingerprint.js';
+import { InvalidIdempotencyKeyError } from '../http/idempotency-key.parser.js';
+import type { IdempotentRoute } from '../http/idempotent-route.resolver.js';
+import { RequestRefusedError } from '../http/request-refused.error.js';
+import { RequestScope } from '../http/request-scope.js';
+import { captureValue, decodeValue } from './value-capture.js';
+import { valueProblem } from './value-problem.js';
+import { graphqlRequest, rpcRequest, type ValueRequest } from './value-request.js';
+
+type ValueType = 'graphql' | 'rpc';
+
+/**
+ * `@Idempotent()` on GraphQL resolvers and microservice handlers: the key comes from the GraphQL
+ * request's header or the message (`getRpcKey`), the outcome is the returned value.
+ */
+export class ValueIdempotency {
+  /** Per call: a class-level and a method-level `@Idempotent()` both attach the interceptor. */
+  private readonly handled = new WeakSet<object>();
+  private readonly requests: RequestScope;
+
+  constructor(
+    private readonly options: ResolvedIdempotencyOptions,
+    private readonly coordinator: IdempotencyCoordinator,
+    logger: Logger,
+  ) {
+    this.requests = new RequestScope(options.getUserId, logger);
+  }
+
+  intercept(context: ExecutionContext, route: IdempotentRoute, next: CallHandler) {
+    const args = context.getArgs();
+    if (this.handled.has(args)) return next.handle();
+    this.handled.add(args);
+    const type = context.getType<ValueType>();
+    const request =
+      type === 'graphql'
+        ? graphqlRequest(context, this.options)
+        : rpcRequest(context, this.options);
+    const carrier = contextCarrier(context);
+    return afterDecision(() => this.route(type, request, route, carrier, next));
+  }
+
+  private async route(
+    type: ValueType,
+    request: ValueRequest,
+    route: IdempotentRoute,
+    carrier: object,
+    next: CallHandler,
+  ): Promise<RoutedCall> {
+    const fail = (status: number, code: ProblemCode, options?: ProblemOptions) =>
+      valueProblem(type, status, code, options);
+    let key: string | undefined;
+    try {
+      key = request.key();
+    } catch (err) {
+      if (!(err instanceof InvalidIdempotencyKeyError)) throw err;
+      throw await fail(400, ProblemCode.KeyInvalid, { detail: err.message });
+    }
+    if (key === undefined) {
+      if (!route.required) return { result: next.handle() };
+      throw await fail(400, ProblemCode.KeyMissing);
+    }
+    const endpoint = route.endpoint ?? request.endpoint;
+    let userId = '';
+    try {
+      // RPC messages have no user: their keys are scoped by pattern only (callers are services).
+      if (request.req) userId = this.requests.userId(request.req, endpoint);
+    } catch (err) {
+      if (!(err instanceof RequestRefusedError)) throw err;
+      throw await fail(err.status, err.code, { detail: err.message });
+    }
+    const requestHash = fingerprintRequest(type.toUpperCase(), endpoint, request.input);
+    const scope = { key, endpoint, userId };
+    const decision = await this.coordinator.decide({ scope, requestHash, route });
+    switch (decision.type) {
+      case 'replay': {
+        const { response } = decision;
+        if (response.body === null) {
+          throw await fail(409, ProblemCode.NotReplayable, {
+            extensions: { original_status: response.statusCode },
+          });
+        }
+        return { result: of(decodeValue({ ...response, body: response.body })) };
+      }
+      case 'reject':
+        throw await this.reject(type, decision.code);
+      case 'execute': {
+        const { execution } = decision;
+        const unrecorded = () => this.reject(type, ProblemCode.StoreUnavailable);
+        return {
+          result: execution.run(carrier, next, captureValue(unrecorded)),
+          cancel: () => execution.cancel(),
+        };
+      }
+    }
+  }
+
+  private reject(type: ValueType, code: RejectCode): Promise<Error> {
+    if (code === ProblemCode.Mismatch) {
+      return valueProblem(type, this.options.mismatchStatus, code);
+    }
+    const retry = { extensions: { retry_after: this.options.retryAfterSeconds } };
+    return valueProblem(type, code === ProblemCode.InProgress ? 409 : 503, code, retry);
+  }
+}

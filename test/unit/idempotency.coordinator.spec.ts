@@ -1,0 +1,187 @@
+import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import { Logger } from '@nestjs/common';
+import { lastValueFrom, Observable, of } from 'rxjs';
+import type { DataSource } from 'typeorm';
+import { ProblemCode } from '../../lib/idempotency.constants.js';
+import { resolveIdempotencyOptions } from '../../lib/idempotency.defaults.js';
+import { IdempotencyCoordinator } from '../../lib/execution/idempotency.coordinator.js';
+import { captureValue } from '../../lib/transports/value-capture.js';
+import { ReplayCache } from '../../lib/execution/replay-cache.js';
+import type { IdempotentRoute } from '../../lib/http/idempotent-route.resolver.js';
+import type {
+  ClaimOutcome,
+  ClaimRequest,
+  CompletedRecord,
+  Completion,
+  IdempotencyStore,
+} from '../../lib/store/idempotency-store.interface.js';
+
+/** An in-process store: the coordinator's decisions only, no storage semantics under test. */
+class FakeStore implements Partial<IdempotencyStore> {
+  next: ClaimOutcome | Error = { type: 'claimed', lease: { id: 'r1', token: 't1' } };
+  claims: ClaimRequest[] = [];
+  completions: Completion[] = [];
+  released = 0;
+  record: CompletedRecord = { expiresAt: new Date('2030-01-01T00:00:00Z'), secondsLeft: 30 };
+  async claim(request: ClaimRequest) {
+    this.claims.push(request);
+    if (this.next instanceof Error) throw this.next;
+    return this.next;
+  }
+  async complete(_lease: unknown, completion: Completion) {
+    this.completions.push(completion);
+    return this.record;
+  }
+  async release() {
+    this.released++;
+    return true;
+  }
+  async renew() {
+    return true;
+  }
+}
+
+const route: IdempotentRoute = {
+  ttlSeconds: 86_400,
+  required: false,
+  transactional: false,
+  storeResponse: 'full',
+  ownsResponse: false,
+  successStatus: 201,
+};
+const scope = { key: 'k1', endpoint: 'Mutation.pay', userId: 'u1' };
+const attempt = { scope, requestHash: 'h1', route };
+const stored = { statusCode: 200, headers: {}, body: Buffer.from('{"id":1}') };
+
+describe('IdempotencyCoordinator (transport-free decisions)', () => {
+  let store: FakeStore;
+  let cache: ReplayCache;
+  let audit: { record: jest.Mock };
+  let coordinator: IdempotencyCoordinator;
+
+  beforeEach(() => {
+    store = new FakeStore();
+    cache = new ReplayCache({ maxEntries: 10, maxBytes: 1 << 20, ttlSeconds: 3600 });
+    audit = { record: jest.fn() };
+    const options = resolveIdempotencyOptions({ dataSource: {} as DataSource });
+    const logger = new Logger('test');
+    jest.spyOn(logger, 'error').mockImplementation(() => undefined);
+    coordinator = new IdempotencyCoordinator(
+      options,
+      store as unknown as IdempotencyStore,
+      audit,
+      cache,
+      logger,
+    );
+  });
+  afterEach(() => {
+    jest.useRealTimers();
+  });
+
+  it('claimed: executes, claiming with the route ttl and the lease length', async () => {
+    const decision = await coordinator.decide(attempt);
+    expect(decision.type).toBe('execute');
+    expect(store.claims).toEqual([
+      { ...scope, requestHash: 'h1', ttlSeconds: 86_400, leaseSeconds: 60 },
+    ]);
+  });
+
+  it.each([
+    ['in_progress', { type: 'in_progress' }, ProblemCode.InProgress],
+    ['mismatch', { type: 'mismatch' }, ProblemCode.Mismatch],
+  ] as const)('%s: rejects with its code', async (_, outcome, code) => {
+    store.next = outcome;
+    expect(await coordinator.decide(attempt)).toEqual({ type: 'reject', code });
+    expect(audit.record).not.toHaveBeenCalled();
+  });
+
+  it('a store that throws: rejects as unavailable (fail closed), nothing executes', async () => {
+    store.next = new Error('connection refused');
+    expect(await coordinator.decide(attempt)).toEqual({
+      type: 'reject',
+      code: ProblemCode.StoreUnavailable,
+    });
+  });
+
+  it('completed: replays, audits, then serves from the cache for the life the database gave', async () => {
+    jest.useFakeTimers({ now: new Date('2020-01-01T00:00:00Z') });
+    const expiresAt = new Date('2030-01-01T00:00:00Z');
+    store.next = {
+      type: 'completed',
+      recordId: 'r9',
+      expiresAt,
+      secondsLeft: 10,
+      response: stored,
+    };
+    expect(await coordinator.decide(attempt)).toEqual({ type: 'replay', response: stored });
+    expect(audit.record).toHaveBeenCalledWith('r9', expiresAt);
+    store.next = new Error('not asked');
+    // The app clock says 2020 and expires_at says 2030: the entry still dies with secondsLeft.
+    jest.setSystemTime(Date.now() + 8_000);
+    expect(await coordinator.decide(attempt)).toEqual({ type: 'replay', response: stored });
+    expect(store.claims).toHaveLength(1);
+    jest.setSystemTime(Date.now() + 2_000);
+    expect((await coordinator.decide(attempt)).type).toBe('reject');
+    expect(store.claims).toHaveLength(2);
+  });
+
+  it('a cached response is only replayed for the same request', async () => {
+    store.next = {
+      type: 'completed',
+      recordId: 'r9',
+      expiresAt: new Date(),
+      secondsLeft: 60,
+      response: stored,
+    };
+    await coordinator.decide(attempt);
+    store.next = { type: 'mismatch' };
+    expect(await coordinator.decide({ ...attempt, requestHash: 'other' })).toEqual({
+      type: 'reject',
+      code: ProblemCode.Mismatch,
+    });
+  });
+
+  it('execute: the stored outcome is cached for the secondsLeft the completion returned', async () => {
+    jest.useFakeTimers({
+      now: new Date('2020-01-01T00:00:00Z'),
+      doNotFake: ['nextTick', 'setImmediate'],
+    });
+    const decision = await coordinator.decide(attempt);
+    if (decision.type !== 'execute') throw new Error(decision.type);
+    const value = await lastValueFrom(
+      decision.execution.run(
+        [],
+        { handle: () => of({ id: 7 }) },
+        captureValue(async () => new Error('x')),
+      ),
+    );
+    expect(value).toEqual({ id: 7 });
+    expect(store.completions).toHaveLength(1);
+    store.next = new Error('not asked');
+    jest.setSystemTime(Date.now() + 28_000);
+    const replay = await coordinator.decide(attempt);
+    expect(replay.type).toBe('replay');
+    expect(store.claims).toHaveLength(1);
+    jest.setSystemTime(Date.now() + 2_000);
+    expect((await coordinator.decide(attempt)).type).toBe('reject');
+  });
+
+  it('execute: a handler that throws frees the key and stores nothing', async () => {
+    const decision = await coordinator.decide(attempt);
+    if (decision.type !== 'execute') throw new Error(decision.type);
+    const failing = {
+      handle: () => new Observable((s) => s.error(new Error('boom'))),
+    };
+    await expect(
+      lastValueFrom(
+        decision.execution.run(
+          [],
+          failing,
+          captureValue(async () => new Error('x')),
+        ),
+      ),
+    ).rejects.toThrow('boom');
+    expect(store.completions).toHaveLength(0);
+    expect(store.released).toBe(1);
+  });
+});

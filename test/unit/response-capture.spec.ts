@@ -1,0 +1,148 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { createServer, request, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { holdResponse, type WireResponse } from '../../lib/http/response-capture.js';
+
+const allow = new Set(['content-type']);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Received {
+  status: number;
+  headers: Record<string, unknown>;
+  body: string;
+}
+
+/** A real server and client over loopback: `handle` writes the response under test. */
+async function exchange(handle: (res: ServerResponse) => void) {
+  const server: Server = createServer((_req, res) => handle(res));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  servers.push(server);
+  let firstByte = false;
+  const received = new Promise<Received>((resolve, reject) => {
+    const req = request(
+      { port: (server.address() as AddressInfo).port, host: '127.0.0.1' },
+      (res) => {
+        firstByte = true;
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+  return { received, started: () => firstByte };
+}
+
+function gate<T = void>() {
+  let open!: (value: T) => void;
+  const promise = new Promise<T>((r) => (open = r));
+  return { promise, open };
+}
+
+const servers: Server[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
+});
+
+describe('holdResponse on a real ServerResponse', () => {
+  it('holds the response until onEnd resolves, then releases exactly what was captured', async () => {
+    const stored = gate();
+    const captured: WireResponse[] = [];
+    const { received, started } = await exchange((res) => {
+      holdResponse(res, allow, {
+        onEnd: async (wire) => {
+          captured.push(wire);
+          await stored.promise;
+        },
+        onStream: async () => undefined,
+      });
+      res.statusCode = 201;
+      res.setHeader('content-type', 'application/json');
+      res.setHeader('x-not-allowed', '1');
+      res.end('{"id":1}');
+    });
+    await sleep(50);
+    expect(started()).toBe(false);
+    expect(captured).toEqual([
+      {
+        statusCode: 201,
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.from('{"id":1}'),
+      },
+    ]);
+    stored.open();
+    expect(await received).toMatchObject({
+      status: 201,
+      body: '{"id":1}',
+      headers: { 'x-not-allowed': '1' },
+    });
+  });
+
+  it('drops a second writer while the first response is held (the first is what was stored)', async () => {
+    const stored = gate();
+    const { received } = await exchange((res) => {
+      holdResponse(res, allow, { onEnd: () => stored.promise, onStream: async () => undefined });
+      res.statusCode = 200;
+      res.end('first');
+      // An exception filter answering a handler that threw after sending.
+      res.statusCode = 500;
+      res.setHeader('x-filter', 'yes');
+      res.end('second');
+      stored.open();
+    });
+    const got = await received;
+    expect(got).toMatchObject({ status: 200, body: 'first' });
+    expect(got.headers['x-filter']).toBeUndefined();
+  });
+
+  it('gates a stream on onStream: no byte leaves before it resolves, then all of it does', async () => {
+    const committed = gate();
+    let streamed = 0;
+    const { received, started } = await exchange((res) => {
+      holdResponse(res, allow, {
+        onEnd: async () => {
+          throw new Error('a stream is never offered for storage');
+        },
+        onStream: async () => {
+          streamed++;
+          await committed.promise;
+        },
+      });
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('a');
+      res.write('b');
+      res.end('c');
+    });
+    await sleep(50);
+    expect(started()).toBe(false);
+    expect(streamed).toBe(1);
+    committed.open();
+    expect(await received).toMatchObject({ status: 200, body: 'abc' });
+  });
+
+  it.each(['end', 'stream'] as const)(
+    'sends the replacement onEnd/onStream returns (%s)',
+    async (how) => {
+      const replacement: WireResponse = {
+        statusCode: 503,
+        headers: { 'content-type': 'application/problem+json' },
+        body: Buffer.from('{"code":"idempotency_store_unavailable"}'),
+      };
+      const { received } = await exchange((res) => {
+        holdResponse(res, allow, {
+          onEnd: async () => replacement,
+          onStream: async () => replacement,
+        });
+        res.statusCode = 201;
+        if (how === 'stream') res.write('partial');
+        res.end('{"id":1}');
+      });
+      expect(await received).toMatchObject({
+        status: 503,
+        body: '{"code":"idempotency_store_unavailable"}',
+        headers: { 'content-type': 'application/problem+json' },
+      });
+    },
+  );
+});
