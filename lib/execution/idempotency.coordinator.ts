@@ -43,13 +43,22 @@ export class IdempotencyCoordinator {
     private readonly logger: LoggerService,
   ) {}
 
-  async decide({ scope, requestHash, route }: IdempotentAttempt): Promise<IdempotencyDecision> {
+  /**
+   * The replay cache alone, synchronously: a transport can answer a hot replay without a
+   * promise. Audited like any replay; `undefined` when `decide` must run.
+   */
+  cachedReplay(scope: IdempotencyScope, requestHash: string): StoredResponse | undefined {
     const cacheKey = ReplayCache.scopeKey(scope.userId, scope.endpoint, scope.key);
     const cached = this.cache.get(cacheKey, requestHash);
-    if (cached) {
-      this.audit.record(cached.recordId, cached.expiresAt);
-      return { type: 'replay', response: cached.response };
-    }
+    if (!cached) return undefined;
+    this.audit.record(cached.recordId, cached.expiresAt);
+    return cached.response;
+  }
+
+  async decide({ scope, requestHash, route }: IdempotentAttempt): Promise<IdempotencyDecision> {
+    const cached = this.cachedReplay(scope, requestHash);
+    if (cached) return { type: 'replay', response: cached };
+    const cacheKey = ReplayCache.scopeKey(scope.userId, scope.endpoint, scope.key);
     let outcome;
     try {
       outcome = await this.store.claim({

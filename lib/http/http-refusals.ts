@@ -16,14 +16,23 @@ export class HttpRefusals {
     return this.problem(res, code === ProblemCode.InProgress ? 409 : 503, code, this.retryAfter);
   }
 
-  /** Who or what the request is could not be told: answered as a problem, nothing claimed. */
-  async refusing<T>(res: PlatformResponse, work: () => T | Promise<T>): Promise<T> {
+  /**
+   * Who or what the request is could not be told: answered as a problem, nothing claimed.
+   * Synchronous work stays synchronous (no await on a cached replay).
+   */
+  refusing<T>(res: PlatformResponse, work: () => T): T {
     try {
-      return await work();
+      const result = work();
+      if (!(result instanceof Promise)) return result;
+      return result.catch((err: unknown) => this.refused(res, err)) as T;
     } catch (err) {
-      if (!(err instanceof RequestRefusedError)) throw err;
-      throw this.problem(res, err.status, err.code, { detail: err.message });
+      return this.refused(res, err);
     }
+  }
+
+  private refused(res: PlatformResponse, err: unknown): never {
+    if (!(err instanceof RequestRefusedError)) throw err;
+    throw this.problem(res, err.status, err.code, { detail: err.message });
   }
 
   problem(

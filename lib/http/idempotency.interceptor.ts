@@ -27,12 +27,16 @@ import {
   routeEndpoint,
 } from './http-adapter.utils.js';
 import type { IdempotencyRequest } from '../interfaces/idempotency-module-options.interface.js';
-import type { IdempotencyStore, StoredResponse } from '../store/idempotency-store.interface.js';
+import type {
+  IdempotencyScope,
+  IdempotencyStore,
+  StoredResponse,
+} from '../store/idempotency-store.interface.js';
 import { RequestScope } from './request-scope.js';
 import { ReplayAuditService } from '../execution/replay-audit.service.js';
 import { ReplayCache } from '../execution/replay-cache.js';
 import { ValueIdempotency } from '../transports/value-idempotency.js';
-import { substituteResponse, writeStoredResponse } from './response-replay.js';
+import { adoptReplyHeaders, silencePlatformReply, writeStoredResponse } from './response-replay.js';
 
 const HANDLED = Symbol('nestjs-pg-idempotency:handled');
 
@@ -88,32 +92,38 @@ export class IdempotencyInterceptor implements NestInterceptor {
       if (!route.required) return next.handle();
       throw this.refusals.problem(res, 400, ProblemCode.KeyMissing);
     }
-    const claimedKey = key;
-    return afterDecision(() => this.claimAndRoute(route, req, res, claimedKey, next));
+    const endpoint = route.endpoint ?? routeEndpoint(req);
+    const userId = this.refusals.refusing(res, () => this.requests.userId(req, endpoint));
+    const selected = this.options.fingerprint(req);
+    if (selected === undefined && hasBody(req)) {
+      // A body nothing parsed cannot be compared: reusing the key with another body would replay.
+      throw this.refusals.problem(res, 415, ProblemCode.BodyUnreadable);
+    }
+    const hash = this.refusals.refusing(res, () =>
+      this.requests.fingerprint(req, endpoint, selected),
+    );
+    const scope = { key, endpoint, userId };
+    if (typeof hash === 'string') {
+      // A hot replay: answered here, without a promise or a claim.
+      const cached = this.coordinator.cachedReplay(scope, hash);
+      if (cached) return this.replay(route, res, cached);
+    } else {
+      // Awaited once the call is subscribed; not an unhandled rejection before that.
+      hash.catch(() => undefined);
+    }
+    return afterDecision(() => this.claimAndRoute(route, req, res, scope, hash, next));
   }
 
   private async claimAndRoute(
     route: IdempotentRoute,
     req: IdempotencyRequest,
     res: PlatformResponse,
-    key: string,
+    scope: IdempotencyScope,
+    hash: string | Promise<string>,
     next: CallHandler,
   ): Promise<RoutedCall> {
-    const endpoint = route.endpoint ?? routeEndpoint(req);
-    const userId = await this.refusals.refusing(res, () => this.requests.userId(req, endpoint));
-    const selected = this.options.fingerprint(req);
-    if (selected === undefined && hasBody(req)) {
-      // A body nothing parsed cannot be compared: reusing the key with another body would replay.
-      throw this.refusals.problem(res, 415, ProblemCode.BodyUnreadable);
-    }
-    const requestHash = await this.refusals.refusing(res, () =>
-      this.requests.fingerprint(req, endpoint, selected),
-    );
-    const decision = await this.coordinator.decide({
-      scope: { key, endpoint, userId },
-      requestHash,
-      route,
-    });
+    const requestHash = await hash;
+    const decision = await this.coordinator.decide({ scope, requestHash, route });
     switch (decision.type) {
       case 'replay':
         return { result: this.replay(route, res, decision.response) };
@@ -142,12 +152,12 @@ export class IdempotencyInterceptor implements NestInterceptor {
         extensions: { original_status: stored.statusCode },
       });
     }
-    if (route.ownsResponse) {
-      hijack(res);
-      writeStoredResponse(rawResponse(res), stored, REPLAYED_HEADER);
-    } else {
-      substituteResponse(rawResponse(res), stored, REPLAYED_HEADER);
-    }
+    // Written here, whole; the platform's own reply of the `undefined` below is silenced.
+    const raw = rawResponse(res);
+    adoptReplyHeaders(res, raw);
+    hijack(res);
+    writeStoredResponse(raw, stored, REPLAYED_HEADER);
+    if (!route.ownsResponse) silencePlatformReply(res);
     return of(undefined);
   }
 }

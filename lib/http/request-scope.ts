@@ -66,9 +66,15 @@ export class RequestScope {
   }
 
   /** SHA-256 over the route, its params, the parsed query, uploaded files and the selected body. */
-  async fingerprint(req: IdempotencyRequest, endpoint: string, selected: unknown): Promise<string> {
-    const target = await this.logOnce(endpoint, () => requestTarget(req));
-    return fingerprintRequest(req.method, target, selected);
+  /** Synchronous unless uploads must be read, so a cached replay awaits nothing. */
+  fingerprint(
+    req: IdempotencyRequest,
+    endpoint: string,
+    selected: unknown,
+  ): string | Promise<string> {
+    const target = this.logOnce(endpoint, () => requestTarget(req));
+    if (typeof target === 'string') return fingerprintRequest(req.method, target, selected);
+    return target.then((t) => fingerprintRequest(req.method, t, selected));
   }
 
   private logOnce<T>(endpoint: string, work: () => T): T {

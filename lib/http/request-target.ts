@@ -1,6 +1,6 @@
 import { routeEndpoint } from './http-adapter.utils.js';
 import type { IdempotencyRequest } from '../interfaces/idempotency-module-options.interface.js';
-import { canonicalJson } from '../execution/request-fingerprint.js';
+import { canonicalJson, canonicalJsonOfRecord } from '../execution/request-fingerprint.js';
 import { uploadedFiles } from './uploaded-files.js';
 
 /**
@@ -9,12 +9,11 @@ import { uploadedFiles } from './uploaded-files.js';
  * (`/payments/`, `/PAYMENTS`, `?b=2&a=1` vs `?a=1&b=2`) give the same target; other param values
  * do not. One line per part: canonical JSON never contains a raw newline.
  */
-export async function requestTarget(req: IdempotencyRequest): Promise<string> {
-  const files = await uploadedFiles(req);
-  return [
-    routeEndpoint(req),
-    canonicalJson(req.params ?? {}),
-    canonicalJson(req.query ?? {}),
-    files === undefined ? '' : canonicalJson(files),
-  ].join('\n');
+export function requestTarget(req: IdempotencyRequest): string | Promise<string> {
+  const target = `${routeEndpoint(req)}\n${canonicalJsonOfRecord(req.params)}\n${canonicalJsonOfRecord(req.query)}\n`;
+  // Synchronous unless there are uploads to hash: a cached replay then needs no await at all.
+  if (!req.file && !req.files) return target;
+  return uploadedFiles(req).then(
+    (files) => target + (files === undefined ? '' : canonicalJson(files)),
+  );
 }

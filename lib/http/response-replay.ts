@@ -1,62 +1,52 @@
-import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { StoredResponse } from '../store/idempotency-store.interface.js';
-import { BODY_HEADERS, headersArg, patch, type Patchable } from './response-patch.js';
+import type { PlatformResponse } from './http-adapter.utils.js';
+import { BODY_HEADERS } from './response-patch.js';
 
-function applyStoredHead(
+/**
+ * Writes a stored response as it was sent: its status, its headers (body headers and cookies
+ * only from storage; other headers already set, e.g. by CORS middleware, stay), its bytes.
+ */
+export function writeStoredResponse(
   res: ServerResponse,
   stored: StoredResponse,
   replayedHeader: string,
-  head?: OutgoingHttpHeaders,
 ): void {
-  const drop = new Set([...BODY_HEADERS, ...Object.keys(stored.headers)]);
-  for (const name of drop) res.removeHeader(name);
-  if (head) {
-    for (const name of Object.keys(head)) if (drop.has(name.toLowerCase())) delete head[name];
-  }
-  for (const [name, value] of Object.entries(stored.headers)) res.setHeader(name, value);
+  const headers = stored.headers;
+  for (const name of BODY_HEADERS) res.removeHeader(name);
+  for (const name in headers) res.setHeader(name, headers[name]);
   const body = stored.body ?? Buffer.alloc(0);
   if (stored.statusCode !== 204 && stored.statusCode !== 304) {
     res.setHeader('content-length', body.length);
   }
   res.setHeader(replayedHeader, 'true');
   res.statusCode = stored.statusCode;
+  res.end(body);
+}
+
+function returnThis(this: unknown): unknown {
+  return this;
 }
 
 /**
- * Lets the platform send its (empty) reply for a replayed request, but swaps status, body
- * headers and body for the stored ones on the way out: the replay is byte-identical.
+ * After a replay was written: Nest still replies to the `undefined` the route returned
+ * (`status(code)` then `send()` on Express and Fastify). Both become no-ops on this response
+ * only, so the status seen by `finish` listeners (access logs) stays the replayed one, and
+ * Fastify does not build an "already sent" error per replay.
  */
-export function substituteResponse(
-  res: ServerResponse,
-  stored: StoredResponse,
-  replayedHeader: string,
-): void {
-  const body = stored.body ?? Buffer.alloc(0);
-  const { original, restore } = patch(res, {
-    writeHead(...args: unknown[]) {
-      (res as Patchable).writeHead = original.writeHead;
-      const head = headersArg(args);
-      applyStoredHead(res, stored, replayedHeader, head);
-      return head
-        ? original.writeHead.call(res, stored.statusCode, head)
-        : original.writeHead.call(res, stored.statusCode);
-    },
-    write: () => true,
-    end(...args: unknown[]) {
-      restore();
-      if (!res.headersSent) applyStoredHead(res, stored, replayedHeader);
-      const callback = args.find((a) => typeof a === 'function');
-      return original.end.call(res, body, callback);
-    },
-  });
+export function silencePlatformReply(res: PlatformResponse): void {
+  res.status = returnThis;
+  res.send = returnThis;
 }
 
-/** For handlers that own the response (`@Res()`): the platform will not reply, so write it. */
-export function writeStoredResponse(
-  res: ServerResponse,
-  stored: StoredResponse,
-  replayedHeader: string,
-): void {
-  applyStoredHead(res, stored, replayedHeader);
-  res.end(stored.body ?? Buffer.alloc(0));
+/**
+ * Fastify keeps headers set through the reply (`reply.header()`, e.g. by @fastify/cors) apart
+ * from the raw response until it sends; a replay written on the raw response takes them along.
+ */
+export function adoptReplyHeaders(res: PlatformResponse, raw: ServerResponse): void {
+  if (res === raw || typeof res.getHeaders !== 'function') return;
+  const headers = res.getHeaders() as Record<string, string | number | string[]>;
+  for (const name in headers) {
+    if (headers[name] !== undefined) raw.setHeader(name, headers[name]);
+  }
 }
