@@ -14,7 +14,6 @@ export function sqlNames(tableName: string) {
  */
 export function idempotencyAuditUp(tableName = 'idempotency_keys'): string[] {
   const { records: t, archive, replays, cleanupRuns, views, prefix: n } = sqlNames(tableName);
-  const utcDay = (column: string) => `(${column} AT TIME ZONE 'UTC')::date`;
   const listColumns = `id, idempotency_key, endpoint, user_id, status, status_code, transaction_id,
        replay_count, last_replayed_at, created_at, completed_at, expires_at, locked_until`;
   return [
@@ -46,13 +45,7 @@ export function idempotencyAuditUp(tableName = 'idempotency_keys'): string[] {
 SELECT ${listColumns}, NULL::timestamptz AS archived_at FROM ${t}
 UNION ALL
 SELECT ${listColumns}, archived_at FROM ${archive}`,
-    `CREATE OR REPLACE VIEW ${views.deduplications} AS
-SELECT ${utcDay('r.replayed_at')} AS day, k.id AS record_id, k.idempotency_key, k.endpoint, k.user_id,
-       k.transaction_id, k.status_code, count(*)::int AS replays,
-       min(r.replayed_at) AS first_replayed_at, max(r.replayed_at) AS last_replayed_at
-  FROM ${replays} r
-  JOIN ${views.all} k ON k.id = r.record_id
- GROUP BY 1, k.id, k.idempotency_key, k.endpoint, k.user_id, k.transaction_id, k.status_code`,
+    replayViews(tableName, false).deduplications,
     `CREATE OR REPLACE VIEW ${views.stuckClaims} AS
 SELECT id, idempotency_key, endpoint, user_id, created_at, locked_until, now() - locked_until AS stuck_for
   FROM ${t}
@@ -62,11 +55,37 @@ SELECT ${utcDay('completed_at')} AS day, endpoint, status_code, count(*)::int AS
   FROM ${views.all}
  WHERE status = 'completed' AND status_code >= 400
  GROUP BY 1, 2, 3`,
-    `CREATE OR REPLACE VIEW ${views.dailySummary} AS
+    replayViews(tableName, false).dailySummary,
+  ];
+}
+
+const utcDay = (column: string) => `(${column} AT TIME ZONE 'UTC')::date`;
+
+/**
+ * The two views that read replay rows. `tallied` (migration 4): a row stands for `replay_count`
+ * replays of one record in one flush, within one UTC day; rows written before it count one
+ * (`first_replayed_at` NULL: the row's own time).
+ */
+export function replayViews(tableName: string, tallied: boolean) {
+  const { replays, cleanupRuns, views } = sqlNames(tableName);
+  const replays_ = tallied ? 'sum(r.replay_count)::int' : 'count(*)::int';
+  const first = tallied
+    ? 'min(coalesce(r.first_replayed_at, r.replayed_at))'
+    : 'min(r.replayed_at)';
+  const perRow = tallied ? 'replay_count' : '1';
+  return {
+    deduplications: `CREATE OR REPLACE VIEW ${views.deduplications} AS
+SELECT ${utcDay('r.replayed_at')} AS day, k.id AS record_id, k.idempotency_key, k.endpoint, k.user_id,
+       k.transaction_id, k.status_code, ${replays_} AS replays,
+       ${first} AS first_replayed_at, max(r.replayed_at) AS last_replayed_at
+  FROM ${replays} r
+  JOIN ${views.all} k ON k.id = r.record_id
+ GROUP BY 1, k.id, k.idempotency_key, k.endpoint, k.user_id, k.transaction_id, k.status_code`,
+    dailySummary: `CREATE OR REPLACE VIEW ${views.dailySummary} AS
 WITH events (day, kind, n) AS (
   SELECT ${utcDay('created_at')}, 'created', 1 FROM ${views.all}
   UNION ALL SELECT ${utcDay('completed_at')}, 'completed', 1 FROM ${views.all} WHERE completed_at IS NOT NULL
-  UNION ALL SELECT ${utcDay('replayed_at')}, 'replayed', 1 FROM ${replays}
+  UNION ALL SELECT ${utcDay('replayed_at')}, 'replayed', ${perRow} FROM ${replays}
   UNION ALL SELECT ${utcDay('expires_at')}, 'expired', 1 FROM ${views.all} WHERE expires_at <= now()
   UNION ALL SELECT ${utcDay('finished_at')}, 'deleted', deleted FROM ${cleanupRuns}
 )
@@ -78,7 +97,7 @@ SELECT day,
        coalesce(sum(n) FILTER (WHERE kind = 'deleted'), 0)::int   AS deleted
   FROM events
  GROUP BY day`,
-  ];
+  };
 }
 
 export const IDEMPOTENCY_AUDIT_UP = idempotencyAuditUp();

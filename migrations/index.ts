@@ -1,6 +1,7 @@
 import { CreateIdempotencyKeys1764680000000 } from './1764680000000-CreateIdempotencyKeys.js';
 import { CreateIdempotencyAudit1764680100000 } from './1764680100000-CreateIdempotencyAudit.js';
 import { ProtectStoredResponses1764680200000 } from './1764680200000-ProtectStoredResponses.js';
+import { TallyReplayAudit1764680300000 } from './1764680300000-TallyReplayAudit.js';
 import {
   IDEMPOTENCY_AUDIT_UP,
   idempotencyAuditDown,
@@ -17,11 +18,13 @@ import {
   responseProtectionDown,
   responseProtectionUp,
 } from './idempotency-response-protection.sql.js';
+import { REPLAY_TALLY_UP, replayTallyDown, replayTallyUp } from './idempotency-replay-tally.sql.js';
 
 export {
   CreateIdempotencyKeys1764680000000,
   CreateIdempotencyAudit1764680100000,
   ProtectStoredResponses1764680200000,
+  TallyReplayAudit1764680300000,
 };
 export {
   IDEMPOTENCY_KEYS_UP,
@@ -41,12 +44,19 @@ export {
   responseProtectionUp,
   responseProtectionDown,
 } from './idempotency-response-protection.sql.js';
+export {
+  REPLAY_TALLY_UP,
+  REPLAY_TALLY_DOWN,
+  replayTallyUp,
+  replayTallyDown,
+} from './idempotency-replay-tally.sql.js';
 
 /** Every migration of the library, in order: `migrations: [...idempotencyMigrations, ...yours]`. */
 export const idempotencyMigrations = [
   CreateIdempotencyKeys1764680000000,
   CreateIdempotencyAudit1764680100000,
   ProtectStoredResponses1764680200000,
+  TallyReplayAudit1764680300000,
 ];
 
 /** Every statement, for a table of another name (the module's `tableName` option). */
@@ -55,12 +65,14 @@ export function idempotencySchema(tableName = 'idempotency_keys'): string[] {
     ...idempotencyKeysUp(tableName),
     ...idempotencyAuditUp(tableName),
     ...responseProtectionUp(tableName),
+    ...replayTallyUp(tableName),
   ];
 }
 
 /** Undoes `idempotencySchema(tableName)`, in reverse order: for the `down()` of your migration. */
 export function idempotencySchemaDown(tableName = 'idempotency_keys'): string[] {
   return [
+    ...replayTallyDown(tableName),
     ...responseProtectionDown(tableName),
     ...idempotencyAuditDown(tableName),
     ...idempotencyKeysDown(tableName),
@@ -78,6 +90,10 @@ export function idempotencySqlFiles(): Record<string, string> {
     '003_response_protection.sql': renderSqlFile(
       'encrypted and digest-only responses (records and archive)',
       RESPONSE_PROTECTION_UP,
+    ),
+    '004_replay_tally.sql': renderSqlFile(
+      'replay audit rows per record per flush, with a count',
+      REPLAY_TALLY_UP,
     ),
   };
 }

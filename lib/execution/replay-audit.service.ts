@@ -10,31 +10,57 @@ import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../idempotency-internal.constants.
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import type { IdempotencyStore, ReplayEvent } from '../store/idempotency-store.interface.js';
 
-/** Buffered replays are written at once past this many, without waiting for the timer. */
+/** Buffered rows are written at once past this many, without waiting for the timer. */
 const EAGER_FLUSH_AT = 1_000;
+const DAY_MS = 86_400_000;
 
 /** What the audit holds and has given up on, for monitoring. */
 export interface ReplayAuditCounts {
-  /** Events buffered or in the batch being written; never more than `replayAuditMaxBuffered`. */
+  /** Replays buffered or in the batch being written. */
   pending: number;
-  /** Events dropped because `replayAuditMaxBuffered` were pending, since start. */
+  /** Records those replays belong to (one row each); never more than `replayAuditMaxBuffered`. */
+  pendingRecords: number;
+  /** Replays dropped because `replayAuditMaxBuffered` records were pending, since start. */
   dropped: number;
-  /** Events whose write failed (database error or timeout), since start. */
+  /** Replays whose write failed (database error or timeout), since start. */
   lost: number;
 }
 
+/** The replays of one record since the last flush, within one UTC day. */
+interface Tally {
+  recordId: string;
+  expiresAt: Date;
+  count: number;
+  first: number;
+  last: number;
+  day: number;
+}
+
+const toEvent = (t: Tally): ReplayEvent => ({
+  recordId: t.recordId,
+  count: t.count,
+  firstReplayedAt: new Date(t.first),
+  replayedAt: new Date(t.last),
+  expiresAt: t.expiresAt,
+});
+
 /**
- * Records replays for the audit trail without a write per replay: events are buffered and
- * written in one statement per flush, off the request path. One write at a time, and a bounded
- * buffer: a database that hangs costs audit events, never memory.
+ * Records replays for the audit trail without a write per replay: replays are counted per record
+ * in memory and written as one row per record in one statement per flush, off the request path.
+ * A record's count never spans UTC days (the daily views stay exact). One write at a time, and
+ * a bounded buffer: a database that hangs costs audit events, never memory.
  */
 @Injectable()
 export class ReplayAuditService implements OnModuleInit, BeforeApplicationShutdown {
   private readonly logger = new Logger('IdempotencyReplayAudit');
-  private buffer: ReplayEvent[] = [];
+  private tallies = new Map<string, Tally>();
+  /** Tallies closed by midnight (UTC) before their flush. */
+  private closed: Tally[] = [];
+  private buffered = 0;
   private timer?: NodeJS.Timeout;
   private writing?: Promise<void>;
   private inFlight = 0;
+  private inFlightRecords = 0;
   private dropped = 0;
   private droppedUnreported = 0;
   private lost = 0;
@@ -51,35 +77,60 @@ export class ReplayAuditService implements OnModuleInit, BeforeApplicationShutdo
   }
 
   get counts(): ReplayAuditCounts {
-    return { pending: this.buffer.length + this.inFlight, dropped: this.dropped, lost: this.lost };
+    return {
+      pending: this.buffered + this.inFlight,
+      pendingRecords: this.rows + this.inFlightRecords,
+      dropped: this.dropped,
+      lost: this.lost,
+    };
+  }
+
+  private get rows(): number {
+    return this.tallies.size + this.closed.length;
   }
 
   record(recordId: string, expiresAt: Date): void {
     if (this.options.replayAudit === 'off') return;
-    if (this.buffer.length + this.inFlight >= this.options.replayAuditMaxBuffered) {
+    const now = Date.now();
+    const day = Math.floor(now / DAY_MS);
+    const tally = this.tallies.get(recordId);
+    if (tally !== undefined && tally.day === day) {
+      tally.count++;
+      tally.last = now;
+      this.buffered++;
+      return;
+    }
+    if (this.rows + this.inFlightRecords >= this.options.replayAuditMaxBuffered) {
       this.dropped++;
       this.droppedUnreported++;
       return;
     }
-    this.buffer.push({ recordId, expiresAt, replayedAt: new Date() });
-    if (this.buffer.length >= EAGER_FLUSH_AT && !this.writing) void this.flush();
+    if (tally !== undefined) this.closed.push(tally);
+    this.tallies.set(recordId, { recordId, expiresAt, count: 1, first: now, last: now, day });
+    this.buffered++;
+    if (this.rows >= EAGER_FLUSH_AT && !this.writing) void this.flush();
   }
 
   /** Writes what is buffered; resolves when it is in the database (or logged as lost). */
   async flush(): Promise<void> {
     while (this.writing) await this.writing;
-    if (this.buffer.length === 0) return;
-    const batch = this.buffer;
-    this.buffer = [];
-    this.inFlight = batch.length;
+    if (this.buffered === 0) return;
+    const batch = [...this.closed, ...this.tallies.values()].map(toEvent);
+    const replays = this.buffered;
+    this.tallies = new Map();
+    this.closed = [];
+    this.buffered = 0;
+    this.inFlight = replays;
+    this.inFlightRecords = batch.length;
     this.writing = this.store
       .recordReplays(batch)
       .catch((err: Error) => {
-        this.lost += batch.length;
-        this.logger.warn(`Lost ${batch.length} replay audit events: ${err.message}`);
+        this.lost += replays;
+        this.logger.warn(`Lost ${replays} replay audit events: ${err.message}`);
       })
       .finally(() => {
         this.inFlight = 0;
+        this.inFlightRecords = 0;
         this.writing = undefined;
       });
     await this.writing;
@@ -94,7 +145,7 @@ export class ReplayAuditService implements OnModuleInit, BeforeApplicationShutdo
   private reportDropped(): void {
     if (this.droppedUnreported === 0) return;
     this.logger.warn(
-      `Dropped ${this.droppedUnreported} replay audit events: ${this.options.replayAuditMaxBuffered} were already waiting to be written (replayAuditMaxBuffered)`,
+      `Dropped ${this.droppedUnreported} replay audit events: replays of ${this.options.replayAuditMaxBuffered} records were already waiting to be written (replayAuditMaxBuffered)`,
     );
     this.droppedUnreported = 0;
   }

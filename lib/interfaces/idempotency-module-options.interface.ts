@@ -152,9 +152,11 @@ export interface IdempotencyModuleOptions {
    */
   tableName?: string;
   /**
-   * Audit of replays: `'batched'` appends one row per replay to `idempotency_keys_replays` and
-   * bumps `replay_count`/`last_replayed_at`, written once per `replayAuditFlushMs` for all replays
-   * in between (a crash loses at most that window); `'off'` records nothing.
+   * Audit of replays: `'batched'` counts replays per record in memory and writes, once per
+   * `replayAuditFlushMs`, one row per record replayed to `idempotency_keys_replays` (its
+   * `replay_count`, `first_replayed_at`, `replayed_at` = the last; never across UTC midnight) and
+   * bumps the record's `replay_count`/`last_replayed_at` (a crash loses at most that window);
+   * `'off'` records nothing.
    * @default 'batched'
    */
   replayAudit?: 'batched' | 'off';
@@ -164,11 +166,12 @@ export interface IdempotencyModuleOptions {
    */
   replayAuditFlushMs?: number;
   /**
-   * Most replay events held in memory waiting to be written (buffered plus the batch being
-   * written). While PostgreSQL is slow or unreachable, events past this are dropped and counted,
-   * with one warning per flush interval saying how many.
+   * Most records whose replays are held in memory waiting to be written (buffered plus the batch
+   * being written; more replays of a record already held cost nothing). While PostgreSQL is slow
+   * or unreachable, replays of further records are dropped and counted, with one warning per
+   * flush interval saying how many.
    * @default 10000
-   * @example 50_000 // more room for a long outage, ~100 bytes per event
+   * @example 50_000 // more room for a long outage, ~150 bytes per record
    */
   replayAuditMaxBuffered?: number;
   /**

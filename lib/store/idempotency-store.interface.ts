@@ -45,9 +45,16 @@ export type ClaimOutcome =
       response: StoredResponse;
     };
 
-/** One replay of a completed record, for the audit trail. */
+/**
+ * The replays of one completed record in one audit flush (and one UTC day), for the audit trail:
+ * one row however many replays.
+ */
 export interface ReplayEvent {
   recordId: string;
+  /** How many replays (at least 1). */
+  count: number;
+  firstReplayedAt: Date;
+  /** The last of them. */
   replayedAt: Date;
   expiresAt: Date;
 }

@@ -213,7 +213,13 @@ export function idempotencyStoreContract(createStore: () => Promise<StoreContrac
       const l = lease(await h.store.claim(req));
       const done = (await h.store.complete(l, completion()))!;
       await h.store.recordReplays([
-        { recordId: l.id, replayedAt: new Date(), expiresAt: done.expiresAt },
+        {
+          recordId: l.id,
+          count: 2,
+          firstReplayedAt: new Date(Date.now() - 1000),
+          replayedAt: new Date(),
+          expiresAt: done.expiresAt,
+        },
       ]);
       await h.store.recordReplays([]);
       expect(await h.store.claim(req)).toMatchObject({ type: 'completed', recordId: l.id });

@@ -35,7 +35,7 @@ interface MemoryRecord {
 export class InMemoryIdempotencyStore implements IdempotencyStore {
   private readonly records = new Map<string, MemoryRecord>();
   private readonly now: () => number;
-  /** Every replay recorded, oldest first. */
+  /** Every replay row recorded (one per record per flush), oldest first. */
   readonly replays: ReplayEvent[] = [];
 
   constructor(options: { now?: () => number } = {}) {
@@ -98,7 +98,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
     for (const replay of replays) {
       this.replays.push(replay);
       const record = [...this.records.values()].find((r) => r.id === replay.recordId);
-      if (record) record.replayCount++;
+      if (record) record.replayCount += replay.count;
     }
   }
 

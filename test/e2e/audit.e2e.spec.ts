@@ -34,11 +34,13 @@ describe('audit trail and reconciliation views', () => {
     const [row] = await db.records('idempotency_key = $1', [key]);
     expect(row.replay_count).toBe(3);
     expect(row.last_replayed_at).not.toBeNull();
-    expect(
-      await q('SELECT count(*)::int AS n FROM idempotency_keys_replays WHERE record_id = $1', [
-        row.id,
-      ]),
-    ).toEqual([{ n: 3 }]);
+    // One row for the record in this flush, not one per replay: it carries the count.
+    const rows = await q(
+      `SELECT replay_count, first_replayed_at <= replayed_at AS ordered, replayed_at = $2 AS last
+         FROM idempotency_keys_replays WHERE record_id = $1`,
+      [row.id, row.last_replayed_at],
+    );
+    expect(rows).toEqual([{ replay_count: 3, ordered: true, last: true }]);
 
     const today = (await q(`SELECT (now() AT TIME ZONE 'UTC')::date::text AS d`))[0].d;
     const dedup = await q(
@@ -55,6 +57,35 @@ describe('audit trail and reconciliation views', () => {
         replays: 3,
       },
     ]);
+  });
+
+  it('writes one row per record per flush, and the views sum rows written before migration 4 as one replay each', async () => {
+    const key = randomUUID();
+    await send(f.url, '/charges', { key, body: { amount: 15 } });
+    for (let i = 0; i < 2; i++) await send(f.url, '/charges', { key, body: { amount: 15 } });
+    await flush();
+    await send(f.url, '/charges', { key, body: { amount: 15 } });
+    await flush();
+    const [row] = await db.records('idempotency_key = $1', [key]);
+    expect(row.replay_count).toBe(3);
+    // An old per-replay row: no count, no first time given.
+    await q(
+      `INSERT INTO idempotency_keys_replays (record_id, replayed_at, expires_at) VALUES ($1, now(), now() + interval '1 day')`,
+      [row.id],
+    );
+    expect(
+      await q(
+        `SELECT replay_count FROM idempotency_keys_replays WHERE record_id = $1 ORDER BY id`,
+        [row.id],
+      ),
+    ).toEqual([{ replay_count: 2 }, { replay_count: 1 }, { replay_count: 1 }]);
+    expect(
+      await q(
+        `SELECT replays, first_replayed_at <= last_replayed_at AS ordered
+           FROM idempotency_keys_deduplications WHERE record_id = $1`,
+        [row.id],
+      ),
+    ).toEqual([{ replays: 4, ordered: true }]);
   });
 
   it('archives the old record when an expired key is taken over, keeping its transaction id', async () => {

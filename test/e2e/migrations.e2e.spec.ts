@@ -35,6 +35,7 @@ describe('migrations', () => {
       'CreateIdempotencyKeys1764680000000',
       'CreateIdempotencyAudit1764680100000',
       'ProtectStoredResponses1764680200000',
+      'TallyReplayAudit1764680300000',
     ]);
     await ds.query(
       `INSERT INTO idempotency_keys (idempotency_key, endpoint, request_hash, expires_at) VALUES ('k', 'POST /x', repeat('a', 64), now())`,
@@ -74,6 +75,20 @@ describe('migrations', () => {
         { column_name: 'response_digest', data_type: 'character' },
       ]),
     );
+    expect(await columns(db, 'idempotency_keys_replays')).toEqual(
+      expect.arrayContaining([
+        { column_name: 'replay_count', data_type: 'integer' },
+        { column_name: 'first_replayed_at', data_type: 'timestamp with time zone' },
+      ]),
+    );
+    // Migration 4 first: replay rows lose their count, the views count rows again.
+    await ds.undoLastMigration();
+    expect(
+      (await columns(db, 'idempotency_keys_replays')).map((c: any) => c.column_name),
+    ).not.toContain('replay_count');
+    expect(await ds.query('SELECT replays FROM idempotency_keys_deduplications LIMIT 1')).toEqual(
+      [],
+    );
     // Reverting removes it; the table never comes from synchronize.
     await ds.undoLastMigration();
     expect((await columns(db)).map((c: any) => c.column_name)).not.toContain('response_key_id');
@@ -105,7 +120,7 @@ describe('migrations', () => {
 
   it('migration 3 is harmless on a live table, and its down() never leaves a sealed body to replay as plaintext', async () => {
     db = await createTestDatabase('mig_protect');
-    const ds = db.newDataSource({ migrations: idempotencyMigrations });
+    const ds = db.newDataSource({ migrations: idempotencyMigrations.slice(0, 3) });
     await ds.initialize();
     await ds.runMigrations();
     const insert = (key: string, raw: string, keyId: string | null) =>

@@ -83,15 +83,15 @@ UPDATE ${t} k
  WHERE k.id = old.id
 RETURNING k.id`,
     },
-    /** Appends replay events and bumps the per-record counters, for a whole batch at once. */
+    /** Appends one row per record replayed (with its count) and bumps the record's counters. */
     recordReplays: {
       name: `idem_replays_${suffix}`,
       text: `WITH events AS (
-  INSERT INTO ${replays} (record_id, replayed_at, expires_at)
-  SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[])
-  RETURNING record_id, replayed_at
+  INSERT INTO ${replays} (record_id, replayed_at, expires_at, replay_count, first_replayed_at)
+  SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::int[], $5::timestamptz[])
+  RETURNING record_id, replayed_at, replay_count
 ), per_record AS (
-  SELECT record_id, count(*)::int AS n, max(replayed_at) AS last FROM events GROUP BY record_id
+  SELECT record_id, sum(replay_count)::int AS n, max(replayed_at) AS last FROM events GROUP BY record_id
 )
 UPDATE ${t} k
    SET replay_count = k.replay_count + p.n,

@@ -199,6 +199,8 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
         replays.map((r) => r.recordId),
         replays.map((r) => r.replayedAt),
         replays.map((r) => r.expiresAt),
+        replays.map((r) => r.count),
+        replays.map((r) => r.firstReplayedAt),
       ],
     });
   }

@@ -51,6 +51,6 @@ export const RECORD_COLUMNS = [
 export const REQUIRED_COLUMNS = {
   records: [...RECORD_COLUMNS, 'owner_token'],
   archive: RECORD_COLUMNS,
-  replays: ['id', 'record_id', 'replayed_at', 'expires_at'],
+  replays: ['id', 'record_id', 'replayed_at', 'expires_at', 'replay_count', 'first_replayed_at'],
   cleanupRuns: ['started_at', 'finished_at', 'deleted', 'batches'],
 } as const;

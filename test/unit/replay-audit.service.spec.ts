@@ -1,0 +1,82 @@
+import { afterEach, describe, expect, it, jest } from '@jest/globals';
+import { resolveIdempotencyOptions } from '../../lib/idempotency.defaults.js';
+import { ReplayAuditService } from '../../lib/execution/replay-audit.service.js';
+import { InMemoryIdempotencyStore } from '../../lib/testing/in-memory-idempotency.store.js';
+import type { DataSource } from 'typeorm';
+
+const EXPIRES = new Date('2030-01-01T00:00:00Z');
+
+function audit(replayAuditMaxBuffered = 10_000) {
+  const store = new InMemoryIdempotencyStore();
+  const options = resolveIdempotencyOptions({
+    dataSource: {} as DataSource,
+    replayAuditMaxBuffered,
+  });
+  return { store, service: new ReplayAuditService(options, store) };
+}
+
+const at = (iso: string) => jest.spyOn(Date, 'now').mockReturnValue(Date.parse(iso));
+
+describe('ReplayAuditService', () => {
+  afterEach(() => {
+    jest.restoreAllMocks();
+  });
+
+  it('writes one row per record per flush, with the count and the first and last replay', async () => {
+    const { store, service } = audit();
+    at('2026-12-03T10:00:00.000Z');
+    service.record('a', EXPIRES);
+    at('2026-12-03T10:00:00.500Z');
+    service.record('b', EXPIRES);
+    at('2026-12-03T10:00:00.900Z');
+    service.record('a', EXPIRES);
+    service.record('a', EXPIRES);
+    expect(service.counts).toMatchObject({ pending: 4, pendingRecords: 2 });
+    await service.flush();
+    expect(store.replays).toEqual([
+      {
+        recordId: 'a',
+        count: 3,
+        firstReplayedAt: new Date('2026-12-03T10:00:00.000Z'),
+        replayedAt: new Date('2026-12-03T10:00:00.900Z'),
+        expiresAt: EXPIRES,
+      },
+      {
+        recordId: 'b',
+        count: 1,
+        firstReplayedAt: new Date('2026-12-03T10:00:00.500Z'),
+        replayedAt: new Date('2026-12-03T10:00:00.500Z'),
+        expiresAt: EXPIRES,
+      },
+    ]);
+    expect(service.counts).toMatchObject({ pending: 0, pendingRecords: 0 });
+  });
+
+  it('never lets one row span UTC midnight, so the daily views stay exact', async () => {
+    const { store, service } = audit();
+    at('2026-12-03T23:59:59.900Z');
+    service.record('a', EXPIRES);
+    at('2026-12-04T00:00:00.100Z');
+    service.record('a', EXPIRES);
+    service.record('a', EXPIRES);
+    await service.flush();
+    expect(store.replays.map((r) => [r.count, r.firstReplayedAt.toISOString()])).toEqual([
+      [1, '2026-12-03T23:59:59.900Z'],
+      [2, '2026-12-04T00:00:00.100Z'],
+    ]);
+  });
+
+  it('bounds the records waiting, not the replays: a record already counted is never dropped', async () => {
+    const { store, service } = audit(2);
+    service.record('a', EXPIRES);
+    service.record('b', EXPIRES);
+    service.record('c', EXPIRES);
+    for (let i = 0; i < 100; i++) service.record('a', EXPIRES);
+    expect(service.counts).toMatchObject({ pending: 102, pendingRecords: 2, dropped: 1 });
+    await service.flush();
+    expect(store.replays.map((r) => [r.recordId, r.count])).toEqual([
+      ['a', 101],
+      ['b', 1],
+    ]);
+  });
+});
