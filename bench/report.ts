@@ -82,6 +82,12 @@ export function targetRatios(summary: CellSummary[]): Ratio[] {
     ratio('module / raw-sql  first ', rps('module', 'first'), rps('raw-sql', 'first')),
     ratio('module / raw-sql  replay', rps('module', 'replay'), rps('raw-sql', 'replay')),
     ratio('module / peer     replay', rps('module', 'replay'), rps('peer', 'replay')),
+    ratio('module / baseline replay', rps('module', 'replay'), rps('baseline', 'replay')),
+    ratio(
+      'module-nocache / raw-sql replay',
+      rps('module-nocache', 'replay'),
+      rps('raw-sql', 'replay'),
+    ),
     ratio('module-tx / module first ', rps('module-tx', 'first'), rps('module', 'first')),
   ];
 }
