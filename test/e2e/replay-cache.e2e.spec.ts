@@ -3,7 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { ReplayCache } from '../../lib/execution/replay-cache.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send } from '../fixtures/http-client.js';
-import { startFixtureApp, type FixtureApp } from '../fixtures/payments.fixture.js';
+import { LogCapture } from '../fixtures/log-capture.js';
+import { startFixtureApp, type FixtureApp, type Platform } from '../fixtures/payments.fixture.js';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const response = (text: string) => ({ statusCode: 201, headers: {}, body: Buffer.from(text) });
@@ -95,6 +97,59 @@ describe('replay cache', () => {
       const bob = await send(f.url, '/charges', { key, user: 'bob', body: { amount: 1 } });
       expect(bob.headers['idempotent-replayed']).toBeUndefined();
       expect(bob.json().id).not.toBe(alice.json().id);
+    });
+  });
+
+  describe.each<Platform>(['express', 'fastify'])('a cached replay on %s', (platform) => {
+    let db: MigratedDatabase;
+    let f: FixtureApp;
+    const logs = new LogCapture();
+    const finished: number[] = [];
+    beforeAll(async () => {
+      db = await createMigratedDatabase(`replay_direct_${platform}`);
+      f = await startFixtureApp({ platform, dataSource: db.dataSource, logger: logs });
+      // What an access log sees: the status of each response once it is sent.
+      (f.app.getHttpServer() as Server).prependListener(
+        'request',
+        (_req: IncomingMessage, res: ServerResponse) =>
+          res.on('finish', () => finished.push(res.statusCode)),
+      );
+    });
+    afterAll(async () => {
+      await f?.close();
+      await db?.drop();
+    });
+
+    it('is sent once, whole, with the stored status as finish listeners see it, and nothing logged', async () => {
+      const key = randomUUID();
+      const first = await send(f.url, '/charges', { key, body: { key } });
+      expect(first.status).toBe(201);
+      finished.length = 0;
+      // A client revalidating with the ETag it got: the replay is still the stored answer (Express
+      // would otherwise turn its own empty reply into a 304 after the replay was sent).
+      const etag = first.headers.etag;
+      const headers: [string, string][] = etag ? [['if-none-match', String(etag)]] : [];
+      for (let i = 0; i < 3; i++) {
+        const replay = await send(f.url, '/charges', { key, body: { key }, headers });
+        expect(replay.status).toBe(201);
+        expect(replay.headers['idempotent-replayed']).toBe('true');
+        expect(replay.body.equals(first.body)).toBe(true);
+      }
+      expect(f.exec.count('charge', key)).toBe(1);
+      expect(finished).toEqual([201, 201, 201]);
+      expect(logs.lines.filter((l) => l.level === 'error' || l.level === 'warn')).toEqual([]);
+    });
+
+    it('answers a 204 replay once, without an error from the platform replying after it', async () => {
+      const key = randomUUID();
+      expect((await send(f.url, '/no-content', { key })).status).toBe(204);
+      finished.length = 0;
+      const replay = await send(f.url, '/no-content', { key });
+      expect(replay.status).toBe(204);
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      await sleep(50);
+      expect(finished).toEqual([204]);
+      expect(logs.lines.filter((l) => l.level === 'error' || l.level === 'warn')).toEqual([]);
     });
   });
 });

@@ -1,5 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
-import { canonicalJson, fingerprintRequest } from '../../lib/execution/request-fingerprint.js';
+import { createHash } from 'node:crypto';
+import {
+  canonicalJson,
+  canonicalJsonOfRecord,
+  fingerprintRequest,
+} from '../../lib/execution/request-fingerprint.js';
 
 describe('canonicalJson', () => {
   it('sorts object keys at every depth and keeps array order', () => {
@@ -58,5 +63,36 @@ describe('fingerprintRequest', () => {
     expect(fingerprintRequest('POST', '/p', Buffer.from('abc'))).not.toBe(
       fingerprintRequest('POST', '/p', Buffer.from('abd')),
     );
+  });
+});
+
+describe('the hot path keeps the stored hashes', () => {
+  // The hash as it was computed part by part: records stored before must still match.
+  const partByPart = (method: string, path: string, body: unknown) => {
+    const hash = createHash('sha256').update(method).update('\n').update(path).update('\n');
+    if (Buffer.isBuffer(body)) hash.update('b').update(body);
+    else if (typeof body === 'string') hash.update('s').update(body);
+    else if (body !== undefined) hash.update('j').update(canonicalJson(body));
+    return hash.digest('hex');
+  };
+
+  it.each([
+    ['JSON', { b: 'é', a: [1, { y: 2, x: null }] }],
+    ['string', 'plain ünïcode'],
+    ['bytes', Buffer.from([0, 255, 10])],
+    ['nothing', undefined],
+  ])('gives the part-by-part hash for a %s body', (_what, body) => {
+    expect(fingerprintRequest('POST', 'POST /p\n{}\n{}\n', body)).toBe(
+      partByPart('POST', 'POST /p\n{}\n{}\n', body),
+    );
+  });
+
+  it('writes params and query as canonicalJson does, empty or not', () => {
+    const inherited = Object.create({ z: 1 }) as object;
+    const withToJson = { toJSON: () => ({ b: 1 }) };
+    for (const value of [{}, { b: 1, a: undefined }, { a: undefined }, inherited, withToJson]) {
+      expect(canonicalJsonOfRecord(value)).toBe(canonicalJson(value));
+    }
+    expect(canonicalJsonOfRecord(undefined)).toBe(canonicalJson({}));
   });
 });
