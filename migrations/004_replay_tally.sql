@@ -2,6 +2,8 @@
 
 -- Safe to run more than once.
 
+ALTER TABLE idempotency_keys SET (fillfactor = 90);
+
 ALTER TABLE idempotency_keys_replays
   ADD COLUMN IF NOT EXISTS replay_count integer NOT NULL DEFAULT 1 CHECK (replay_count > 0),
   ADD COLUMN IF NOT EXISTS first_replayed_at timestamptz;
