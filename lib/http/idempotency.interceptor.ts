@@ -122,7 +122,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     hash: string | Promise<string>,
     next: CallHandler,
   ): Promise<RoutedCall> {
-    const requestHash = await hash;
+    const requestHash = typeof hash === 'string' ? hash : await hash;
     const decision = await this.coordinator.decide({ scope, requestHash, route });
     switch (decision.type) {
       case 'replay':
