@@ -6,6 +6,7 @@ import { send } from '../fixtures/http-client.js';
 import { LogCapture } from '../fixtures/log-capture.js';
 import { startFixtureApp, type FixtureApp, type Platform } from '../fixtures/payments.fixture.js';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import fastify from 'fastify';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const response = (text: string) => ({ statusCode: 201, headers: {}, body: Buffer.from(text) });
@@ -150,6 +151,38 @@ describe('replay cache', () => {
       await sleep(50);
       expect(finished).toEqual([204]);
       expect(logs.lines.filter((l) => l.level === 'error' || l.level === 'warn')).toEqual([]);
+    });
+  });
+
+  describe('a cached replay on fastify, with headers set on the reply by a hook', () => {
+    let db: MigratedDatabase;
+    let f: FixtureApp;
+    beforeAll(async () => {
+      db = await createMigratedDatabase('replay_fastify_hook');
+      // What @fastify/cors does: headers on the reply, which Fastify writes only when it sends.
+      const instance = fastify();
+      instance.addHook('onRequest', async (_req, reply) => {
+        reply.header('access-control-allow-origin', 'https://shop.example');
+      });
+      f = await startFixtureApp({
+        platform: 'fastify',
+        dataSource: db.dataSource,
+        fastify: instance as never,
+      });
+    });
+    afterAll(async () => {
+      await f?.close();
+      await db?.drop();
+    });
+
+    it('keeps them on the replay, which is written on the raw response', async () => {
+      const key = randomUUID();
+      const first = await send(f.url, '/charges', { key, body: { key } });
+      expect(first.headers['access-control-allow-origin']).toBe('https://shop.example');
+      const replay = await send(f.url, '/charges', { key, body: { key } });
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(replay.body.equals(first.body)).toBe(true);
+      expect(replay.headers['access-control-allow-origin']).toBe('https://shop.example');
     });
   });
 });
