@@ -45,6 +45,14 @@ export type ClaimOutcome =
       response: StoredResponse;
     };
 
+/**
+ * The outcome of `claimInTransaction`: when claimed, the open transaction the handler writes
+ * through and the completion joins; otherwise the store has already ended its transaction.
+ */
+export type TransactionalClaimOutcome<TManager = unknown> =
+  | Exclude<ClaimOutcome, { type: 'claimed' }>
+  | { type: 'claimed'; lease: Lease; transaction: IdempotencyTransaction<TManager> };
+
 /** One replay of a completed record, for the audit trail. */
 export interface ReplayEvent {
   recordId: string;
@@ -147,6 +155,16 @@ export interface IdempotencyStore<TManager = unknown> {
    * Throws when the claim was lost. Optional: absent means false.
    */
   lockInTransaction?(lease: Lease, transaction: IdempotencyTransaction<TManager>): Promise<boolean>;
+  /**
+   * Single-commit mode (`transactional: 'single'`): claims the scope inside a new transaction
+   * that stays open for the handler, and commits nothing until `complete(lease, c, transaction)`
+   * then `transaction.commit()`. Same outcomes as `claim`, and the same exactly-one-winner rule;
+   * while the transaction is open every other claim of the scope (either mode) gets
+   * `in_progress` at once, and when it ends without a commit (rollback, crash, lost connection)
+   * the scope is free at once: no lease, no renewal, `release` is never called for it.
+   * Optional: a store without it cannot serve single-commit routes (start-up fails).
+   */
+  claimInTransaction?(request: ClaimRequest): Promise<TransactionalClaimOutcome<TManager>>;
   /** Appends replay events to the audit trail (and counts them per record). */
   recordReplays(replays: readonly ReplayEvent[]): Promise<void>;
   /**

@@ -59,7 +59,7 @@ describe('round-trip budget', () => {
     );
     expect(sent).toHaveLength(2);
     expect(sent[0]).toMatch(
-      /^WITH ins AS \(\s*INSERT INTO .* ON CONFLICT \(idempotency_key, endpoint, user_id\) DO NOTHING/s,
+      /^WITH lock AS \(SELECT pg_try_advisory_xact_lock\(\$8\) AS locked\), ins AS \(\s*INSERT INTO .* ON CONFLICT \(idempotency_key, endpoint, user_id\) DO NOTHING/s,
     );
     expect(sent[1]).toMatch(/^UPDATE .* SET status = 'completed'/s);
   });

@@ -17,7 +17,11 @@ import type {
   IdempotencyTransaction,
   Lease,
   ReplayEvent,
+  TransactionalClaimOutcome,
 } from '../idempotency-store.interface.js';
+import { scopeLockKey } from './scope-lock.js';
+import { buildSingleCommitStatements, type SingleCommitStatements } from './single-commit.sql.js';
+import { singleCommitTransaction } from './single-commit-transaction.js';
 import { lazyTransaction, transactionHandle } from './lazy-transaction.js';
 import {
   DeadlinePool,
@@ -28,8 +32,11 @@ import {
 } from './pg-deadline.js';
 
 interface ExistingRow extends StoredRow {
+  /** Empty (NULL) when the scope has no committed row: claim and single-commit lookup. */
   id: string;
   claimed: boolean;
+  /** The scope's advisory lock was free: no single-commit transaction holds the scope. */
+  locked: boolean;
   status: 'in_progress' | 'completed' | null;
   same_request: boolean;
   stale: boolean;
@@ -49,6 +56,9 @@ type Transaction = IdempotencyTransaction<EntityManager>;
  */
 export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager> {
   private readonly sql: IdempotencyStatements;
+  private readonly single: SingleCommitStatements;
+  /** Single-commit leases whose record is not written yet: `complete` inserts it. */
+  private readonly inserting = new WeakSet<Lease>();
   private readonly codec: StoredResponseCodec;
   private isolation?: Promise<string>;
   /** Every statement of the store goes through this: a hung database fails it after the deadline. */
@@ -69,6 +79,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       );
     }
     this.sql = buildStatements(tableName);
+    this.single = buildSingleCommitStatements(tableName);
     this.codec = new StoredResponseCodec(options.cipher ?? null);
     this.pool = new DeadlinePool(
       () => (this.dataSource.driver as unknown as { master: Pool }).master,
@@ -91,17 +102,25 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       const { rows } = insert
         ? await this.pool.query({
             ...this.sql.claim,
-            values: [...scope, token, req.leaseSeconds, req.ttlSeconds],
+            values: [
+              ...scope,
+              token,
+              req.leaseSeconds,
+              req.ttlSeconds,
+              scopeLockKey(this.tableName, req),
+            ],
           })
         : await this.pool.query({ ...this.sql.existing, values: scope });
       const row = rows[0] as unknown as ExistingRow | undefined;
       // No row after an insert: the conflicting row was committed after this statement's
       // snapshot, so read it. No row after a read: it was deleted since, so insert again.
       insert = !insert;
-      if (!row) continue;
+      // Nothing inserted because a single-commit transaction holds the scope.
+      if (row && !row.id && !row.locked) return { type: 'in_progress' };
+      if (!row?.id) continue;
       if (row.claimed) return { type: 'claimed', lease: { id: row.id, token, claimed } };
       // Stale but skipped by the takeover: a live transaction holds it (see `lockClaim`).
-      if (row.stale && row.id === lockedStale) return { type: 'in_progress' };
+      if (row.stale && (row.id === lockedStale || !row.locked)) return { type: 'in_progress' };
       if (row.stale) {
         const taken = await this.pool.query({
           ...this.sql.takeover,
@@ -126,6 +145,104 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
     throw new Error('nestjs-pg-idempotency: claim did not settle; too much contention on one key');
   }
 
+  /**
+   * BEGIN; one lookup under the scope's advisory lock; then the transaction stays open for the
+   * handler (claimed), or is rolled back in the background (any other outcome).
+   */
+  async claimInTransaction(req: ClaimRequest): Promise<TransactionalClaimOutcome<EntityManager>> {
+    const client = await this.pool.connect();
+    const run = (config: QueryConfig) => queryWithin(client, config, this.pool.timeoutMs);
+    let outcome: ClaimOutcome;
+    try {
+      await run({ text: 'BEGIN', values: [] });
+      const { rows } = await run({
+        ...this.single.lookup,
+        values: [
+          req.key,
+          req.endpoint,
+          req.userId,
+          req.requestHash,
+          scopeLockKey(this.tableName, req),
+        ],
+      });
+      outcome = await this.decideInTransaction(req, rows[0] as unknown as ExistingRow, run);
+    } catch (err) {
+      client.release(err as Error);
+      throw err;
+    }
+    if (outcome.type === 'claimed') {
+      const transaction = singleCommitTransaction(this.dataSource, client, this.pool.timeoutMs);
+      return { ...outcome, transaction };
+    }
+    // The caller need not wait for the rollback: it only frees the lock and the connection.
+    void run({ text: 'ROLLBACK', values: [] }).then(
+      () => client.release(),
+      (err: Error) => client.release(err),
+    );
+    return outcome;
+  }
+
+  private async decideInTransaction(
+    req: ClaimRequest,
+    row: ExistingRow,
+    run: (config: QueryConfig) => Promise<{ rows: Record<string, unknown>[] }>,
+  ): Promise<ClaimOutcome> {
+    const claimed = {
+      key: req.key,
+      endpoint: req.endpoint,
+      userId: req.userId,
+      requestHash: req.requestHash,
+    };
+    if (!row.id || row.stale) {
+      if (!row.locked) return { type: 'in_progress' };
+      const token = randomUUID();
+      if (!row.id) {
+        const lease = { id: randomUUID(), token, claimed };
+        this.inserting.add(lease);
+        return { type: 'claimed', lease };
+      }
+      // Archived and taken over inside the transaction: a rollback restores the old row.
+      const taken = await run({
+        ...this.sql.takeover,
+        values: [row.id, req.requestHash, token, req.leaseSeconds, req.ttlSeconds],
+      });
+      const id = taken.rows[0]?.id as string | undefined;
+      return id ? { type: 'claimed', lease: { id, token, claimed } } : { type: 'in_progress' };
+    }
+    if (!row.same_request) return { type: 'mismatch' };
+    if (row.status === 'in_progress') return { type: 'in_progress' };
+    return {
+      type: 'completed',
+      recordId: row.id,
+      expiresAt: row.expires_at as Date,
+      secondsLeft: row.seconds_left as number,
+      response: this.codec.fromRow(row, claimed),
+    };
+  }
+
+  private insertValues(
+    lease: Lease,
+    c: Completion,
+    kept: ReturnType<StoredResponseCodec['toColumns']>,
+  ) {
+    const scope = lease.claimed as NonNullable<Lease['claimed']>;
+    return [
+      lease.id,
+      scope.key,
+      scope.endpoint,
+      scope.userId,
+      scope.requestHash,
+      c.statusCode,
+      kept.headers,
+      kept.raw,
+      kept.json,
+      c.transactionId,
+      c.ttlSeconds,
+      kept.keyId,
+      kept.digest,
+    ];
+  }
+
   async complete(
     lease: Lease,
     c: Completion,
@@ -144,7 +261,12 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       kept.keyId,
       kept.digest,
     ];
-    const { rows } = await this.on(transaction, { ...this.sql.complete, values });
+    const { rows } = this.inserting.has(lease)
+      ? await this.on(transaction, {
+          ...this.single.insertCompleted,
+          values: this.insertValues(lease, c, kept),
+        })
+      : await this.on(transaction, { ...this.sql.complete, values });
     const row = rows[0] as { expires_at: Date; seconds_left: number } | undefined;
     return row ? { expiresAt: row.expires_at, secondsLeft: row.seconds_left } : null;
   }
