@@ -5,6 +5,47 @@ import { send } from '../fixtures/http-client.js';
 import { startFixtureApp, type FixtureApp } from '../fixtures/payments.fixture.js';
 import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../../lib/idempotency-internal.constants.js';
 import { IdempotencyInterceptor } from '../../lib/http/idempotency.interceptor.js';
+import { Controller, Module, Post } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import type { DataSource } from 'typeorm';
+import {
+  Idempotent,
+  IdempotencyCtx,
+  IdempotencyModule,
+  type IdempotencyContext,
+} from '../../lib/index.js';
+
+@Controller()
+class SingleCommitController {
+  @Post('single')
+  @Idempotent({ transactional: 'single' })
+  async single(@IdempotencyCtx() idem: IdempotencyContext) {
+    const [{ n }] = await idem.manager!.query('SELECT $1::int AS n', [7]);
+    return { n };
+  }
+}
+
+async function startSingleCommitApp(dataSource: DataSource) {
+  @Module({
+    imports: [
+      IdempotencyModule.forRoot({
+        dataSource,
+        replayCache: false,
+        replayAuditFlushMs: 3_600_000,
+        cleanup: { enabled: false },
+      }),
+    ],
+    controllers: [SingleCommitController],
+  })
+  class SingleCommitModule {}
+  const app = await NestFactory.create(SingleCommitModule, new ExpressAdapter(), { logger: false });
+  await app.listen(0, '127.0.0.1');
+  return {
+    url: `http://127.0.0.1:${app.getHttpServer().address().port}`,
+    close: () => app.close(),
+  };
+}
 
 /**
  * The round-trip budget: every statement the app sends goes through the pool of its DataSource,
@@ -13,6 +54,7 @@ import { IdempotencyInterceptor } from '../../lib/http/idempotency.interceptor.j
 describe('round-trip budget', () => {
   let db: MigratedDatabase;
   let f: FixtureApp;
+  let single: { url: string; close: () => Promise<void> };
   const sent: string[] = [];
 
   beforeAll(async () => {
@@ -44,8 +86,10 @@ describe('round-trip budget', () => {
       dataSource: appDataSource,
       options: { replayAuditFlushMs: 3_600_000, replayCache: false },
     });
+    single = await startSingleCommitApp(appDataSource);
   });
   afterAll(async () => {
+    await single?.close();
     await f?.close();
     await db?.drop();
   });
@@ -62,6 +106,29 @@ describe('round-trip budget', () => {
       /^WITH lock AS \(SELECT pg_try_advisory_xact_lock\(\$8\) AS locked\), ins AS \(\s*INSERT INTO .* ON CONFLICT \(idempotency_key, endpoint, user_id\) DO NOTHING/s,
     );
     expect(sent[1]).toMatch(/^UPDATE .* SET status = 'completed'/s);
+  });
+
+  it("single-commit: a first call is one transaction, one COMMIT: BEGIN, lookup under the lock, the handler's statement, the completed record, COMMIT", async () => {
+    const first = await send(single.url, '/single', { key: randomUUID() });
+    expect(first.status).toBe(201);
+    expect(sent).toHaveLength(5);
+    expect(sent[0]).toBe('BEGIN');
+    expect(sent[1]).toMatch(/pg_try_advisory_xact_lock\(\$5\)/);
+    expect(sent[2]).toBe('SELECT $1::int AS n');
+    expect(sent[3]).toMatch(/^INSERT INTO .*'completed'.*ON CONFLICT/s);
+    expect(sent[4]).toBe('COMMIT');
+    expect(sent.filter((s) => /^(UPDATE|COMMIT)/.test(s))).toEqual(['COMMIT']);
+  });
+
+  it('single-commit: a replay and a duplicate in progress cost BEGIN, the lookup and ROLLBACK', async () => {
+    const key = randomUUID();
+    await send(single.url, '/single', { key });
+    sent.length = 0;
+    const replay = await send(single.url, '/single', { key });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    // The ROLLBACK is not awaited by the request: wait for it.
+    await new Promise((r) => setTimeout(r, 50));
+    expect(sent.map((s) => s.split(' ')[0])).toEqual(['BEGIN', 'SELECT', 'ROLLBACK']);
   });
 
   it('a replay costs 1 statement', async () => {
