@@ -1,5 +1,12 @@
 /** Settings of a bench run: flags (`--rounds 3`) win over env (`BENCH_ROUNDS=3`) over defaults. */
-export const ALL_VARIANTS = ['baseline', 'raw-sql', 'module', 'module-tx', 'peer'] as const;
+export const ALL_VARIANTS = [
+  'baseline',
+  'raw-sql',
+  'module',
+  'module-tx',
+  'module-single',
+  'peer',
+] as const;
 export const ALL_SCENARIOS = ['first', 'replay', 'nokey', 'undecorated', 'conflict'] as const;
 export type VariantName = (typeof ALL_VARIANTS)[number];
 export type ScenarioName = (typeof ALL_SCENARIOS)[number];

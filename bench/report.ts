@@ -83,6 +83,12 @@ export function targetRatios(summary: CellSummary[]): Ratio[] {
     ratio('module / raw-sql  replay', rps('module', 'replay'), rps('raw-sql', 'replay')),
     ratio('module / peer     replay', rps('module', 'replay'), rps('peer', 'replay')),
     ratio('module-tx / module first ', rps('module-tx', 'first'), rps('module', 'first')),
+    ratio(
+      'module-single / baseline first',
+      rps('module-single', 'first'),
+      rps('baseline', 'first'),
+    ),
+    ratio('module-single / peer     first', rps('module-single', 'first'), rps('peer', 'first')),
   ];
 }
 

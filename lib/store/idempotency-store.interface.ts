@@ -132,7 +132,8 @@ export interface IdempotencyStore<TManager = unknown> {
    * Stores the response and marks the record completed, expiring `ttlSeconds` from now; null
    * when the lease was lost (fenced by token: the record is not in progress under this token).
    * With `transaction` (transactional mode; passed only once it is `active`), the write joins it
-   * and commits with the handler's writes.
+   * and commits with the handler's writes. A store may commit the transaction itself with the
+   * write (single-commit: one round trip); it is then no longer `active`, and `commit()` is a no-op.
    */
   complete(
     lease: Lease,

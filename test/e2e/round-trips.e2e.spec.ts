@@ -56,6 +56,7 @@ describe('round-trip budget', () => {
   let f: FixtureApp;
   let single: { url: string; close: () => Promise<void> };
   const sent: string[] = [];
+  const pipelined: number[] = [];
 
   beforeAll(async () => {
     db = await createMigratedDatabase('roundtrips');
@@ -76,6 +77,8 @@ describe('round-trip budget', () => {
         const query = client.query.bind(client);
         client.query = (config: any, ...rest: any[]) => {
           sent.push(typeof config === 'string' ? config : config.text);
+          // Sent without waiting for the statement before it: same round trip as that one.
+          if (client.pipeline) pipelined.push(sent.length - 1);
           return query(config, ...rest);
         };
       }
@@ -95,6 +98,7 @@ describe('round-trip budget', () => {
   });
   beforeEach(() => {
     sent.length = 0;
+    pipelined.length = 0;
   });
 
   it('a first call costs 2 statements: the claim and the completion', async () => {
@@ -108,16 +112,18 @@ describe('round-trip budget', () => {
     expect(sent[1]).toMatch(/^UPDATE .* SET status = 'completed'/s);
   });
 
-  it("single-commit: a first call is one transaction, one COMMIT: BEGIN, lookup under the lock, the handler's statement, the completed record, COMMIT", async () => {
+  it("single-commit: a first call is one transaction, one COMMIT, three round trips: BEGIN + lookup under the lock, the handler's statement, the completed record + COMMIT", async () => {
     const first = await send(single.url, '/single', { key: randomUUID() });
     expect(first.status).toBe(201);
     expect(sent).toHaveLength(5);
     expect(sent[0]).toBe('BEGIN');
     expect(sent[1]).toMatch(/pg_try_advisory_xact_lock\(\$5\)/);
     expect(sent[2]).toBe('SELECT $1::int AS n');
-    expect(sent[3]).toMatch(/^INSERT INTO .*'completed'.*ON CONFLICT/s);
+    expect(sent[3]).toMatch(/^INSERT INTO .*'completed'.*RETURNING/s);
     expect(sent[4]).toBe('COMMIT');
     expect(sent.filter((s) => /^(UPDATE|COMMIT)/.test(s))).toEqual(['COMMIT']);
+    // Three round trips: BEGIN + lookup, the handler's statement, the record + COMMIT.
+    expect(pipelined).toEqual([0, 1, 3, 4]);
   });
 
   it('single-commit: a replay and a duplicate in progress cost BEGIN, the lookup and ROLLBACK', async () => {

@@ -21,7 +21,8 @@ import type {
 } from '../idempotency-store.interface.js';
 import { scopeLockKey } from './scope-lock.js';
 import { buildSingleCommitStatements, type SingleCommitStatements } from './single-commit.sql.js';
-import { singleCommitTransaction } from './single-commit-transaction.js';
+import { type SingleCommit, singleCommitTransaction } from './single-commit-transaction.js';
+import { pipelineWithin } from './pg-pipeline.js';
 import { lazyTransaction, transactionHandle } from './lazy-transaction.js';
 import {
   DeadlinePool,
@@ -57,8 +58,8 @@ type Transaction = IdempotencyTransaction<EntityManager>;
 export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager> {
   private readonly sql: IdempotencyStatements;
   private readonly single: SingleCommitStatements;
-  /** Single-commit leases whose record is not written yet: `complete` inserts it. */
-  private readonly inserting = new WeakSet<Lease>();
+  /** Single-commit leases whose record is not written yet: `complete` inserts it and commits. */
+  private readonly inserting = new WeakMap<Lease, SingleCommit>();
   private readonly codec: StoredResponseCodec;
   private isolation?: Promise<string>;
   /** Every statement of the store goes through this: a hung database fails it after the deadline. */
@@ -146,33 +147,45 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
   }
 
   /**
-   * BEGIN; one lookup under the scope's advisory lock; then the transaction stays open for the
-   * handler (claimed), or is rolled back in the background (any other outcome).
+   * BEGIN and one lookup under the scope's advisory lock, in one round trip; then the
+   * transaction stays open for the handler (claimed), or is rolled back in the background.
    */
   async claimInTransaction(req: ClaimRequest): Promise<TransactionalClaimOutcome<EntityManager>> {
     const client = await this.pool.connect();
     const run = (config: QueryConfig) => queryWithin(client, config, this.pool.timeoutMs);
     let outcome: ClaimOutcome;
+    let inserts: boolean;
     try {
-      await run({ text: 'BEGIN', values: [] });
-      const { rows } = await run({
-        ...this.single.lookup,
-        values: [
-          req.key,
-          req.endpoint,
-          req.userId,
-          req.requestHash,
-          scopeLockKey(this.tableName, req),
+      const [begin, lookup] = await pipelineWithin(
+        client,
+        [
+          { text: 'BEGIN', values: [] },
+          {
+            ...this.single.lookup,
+            values: [
+              req.key,
+              req.endpoint,
+              req.userId,
+              req.requestHash,
+              scopeLockKey(this.tableName, req),
+            ],
+          },
         ],
-      });
-      outcome = await this.decideInTransaction(req, rows[0] as unknown as ExistingRow, run);
+        this.pool.timeoutMs,
+      );
+      if (begin.status === 'rejected') throw begin.reason;
+      if (lookup.status === 'rejected') throw lookup.reason;
+      const row = lookup.value.rows[0] as unknown as ExistingRow;
+      inserts = !row.id && row.locked;
+      outcome = await this.decideInTransaction(req, row, run);
     } catch (err) {
       client.release(err as Error);
       throw err;
     }
     if (outcome.type === 'claimed') {
-      const transaction = singleCommitTransaction(this.dataSource, client, this.pool.timeoutMs);
-      return { ...outcome, transaction };
+      const single = singleCommitTransaction(this.dataSource, client, this.pool.timeoutMs);
+      if (inserts) this.inserting.set(outcome.lease, single);
+      return { ...outcome, transaction: single.transaction };
     }
     // The caller need not wait for the rollback: it only frees the lock and the connection.
     void run({ text: 'ROLLBACK', values: [] }).then(
@@ -196,11 +209,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
     if (!row.id || row.stale) {
       if (!row.locked) return { type: 'in_progress' };
       const token = randomUUID();
-      if (!row.id) {
-        const lease = { id: randomUUID(), token, claimed };
-        this.inserting.add(lease);
-        return { type: 'claimed', lease };
-      }
+      if (!row.id) return { type: 'claimed', lease: { id: randomUUID(), token, claimed } };
       // Archived and taken over inside the transaction: a rollback restores the old row.
       const taken = await run({
         ...this.sql.takeover,
@@ -261,13 +270,15 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       kept.keyId,
       kept.digest,
     ];
-    const { rows } = this.inserting.has(lease)
-      ? await this.on(transaction, {
+    const single = transaction && this.inserting.get(lease);
+    // Single-commit: the record is inserted and the transaction committed in one round trip.
+    const result = single
+      ? await single.commitWith({
           ...this.single.insertCompleted,
           values: this.insertValues(lease, c, kept),
         })
       : await this.on(transaction, { ...this.sql.complete, values });
-    const row = rows[0] as { expires_at: Date; seconds_left: number } | undefined;
+    const row = result?.rows[0] as { expires_at: Date; seconds_left: number } | undefined;
     return row ? { expiresAt: row.expires_at, secondsLeft: row.seconds_left } : null;
   }
 

@@ -19,8 +19,9 @@ export function buildSingleCommitStatements(tableName: string) {
   LEFT JOIN ${t} k ON k.idempotency_key = $1 AND k.endpoint = $2 AND k.user_id = $3`,
     },
     /**
-     * The record, completed. No row back: a record of the scope was committed after the
-     * lookup's snapshot (by a claimer that held the lock just before): the caller rolls back.
+     * The record, completed, sent with the COMMIT. A unique violation (a record of the scope was
+     * committed after the lookup's snapshot, by a claimer that held the lock just before) aborts
+     * the transaction, so the COMMIT behind it rolls back: no ON CONFLICT here on purpose.
      */
     insertCompleted: {
       name: `idem_single_insert_${suffix}`,
@@ -29,7 +30,6 @@ export function buildSingleCommitStatements(tableName: string) {
        completed_at, expires_at, response_key_id, response_digest)
 VALUES ($1, $2, $3, $4, $5, 'completed', $6, $7, $8, $9::jsonb, $10, clock_timestamp(),
         clock_timestamp() + make_interval(secs => $11), $12, $13)
-ON CONFLICT (idempotency_key, endpoint, user_id) DO NOTHING
 RETURNING expires_at, extract(epoch FROM expires_at - clock_timestamp())::float8 AS seconds_left`,
     },
   };
