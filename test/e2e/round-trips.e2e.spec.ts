@@ -112,21 +112,22 @@ describe('round-trip budget', () => {
     expect(sent[1]).toMatch(/^UPDATE .* SET status = 'completed'/s);
   });
 
-  it("single-commit: a first call is one transaction, one COMMIT, three round trips: BEGIN + lookup under the lock, the handler's statement, the completed record + COMMIT", async () => {
+  it("single-commit: a first call is one transaction, one COMMIT, three round trips: BEGIN + the scope's lock + lookup, the handler's statement, the completed record + COMMIT", async () => {
     const first = await send(single.url, '/single', { key: randomUUID() });
     expect(first.status).toBe(201);
-    expect(sent).toHaveLength(5);
+    expect(sent).toHaveLength(6);
     expect(sent[0]).toBe('BEGIN');
-    expect(sent[1]).toMatch(/pg_try_advisory_xact_lock\(\$5\)/);
-    expect(sent[2]).toBe('SELECT $1::int AS n');
-    expect(sent[3]).toMatch(/^INSERT INTO .*'completed'.*RETURNING/s);
-    expect(sent[4]).toBe('COMMIT');
+    expect(sent[1]).toBe('SELECT pg_try_advisory_xact_lock($1) AS locked');
+    expect(sent[2]).toMatch(/^SELECT k\.id, .* LEFT JOIN .* ON k\.idempotency_key = \$1/s);
+    expect(sent[3]).toBe('SELECT $1::int AS n');
+    expect(sent[4]).toMatch(/^INSERT INTO .*'completed'.*RETURNING/s);
+    expect(sent[5]).toBe('COMMIT');
     expect(sent.filter((s) => /^(UPDATE|COMMIT)/.test(s))).toEqual(['COMMIT']);
-    // Three round trips: BEGIN + lookup, the handler's statement, the record + COMMIT.
-    expect(pipelined).toEqual([0, 1, 3, 4]);
+    // Three round trips: BEGIN + lock + lookup, the handler's statement, the record + COMMIT.
+    expect(pipelined).toEqual([0, 1, 2, 4, 5]);
   });
 
-  it('single-commit: a replay and a duplicate in progress cost BEGIN, the lookup and ROLLBACK', async () => {
+  it('single-commit: a replay costs one round trip (BEGIN, lock, lookup) and a ROLLBACK not waited for', async () => {
     const key = randomUUID();
     await send(single.url, '/single', { key });
     sent.length = 0;
@@ -134,7 +135,7 @@ describe('round-trip budget', () => {
     expect(replay.headers['idempotent-replayed']).toBe('true');
     // The ROLLBACK is not awaited by the request: wait for it.
     await new Promise((r) => setTimeout(r, 50));
-    expect(sent.map((s) => s.split(' ')[0])).toEqual(['BEGIN', 'SELECT', 'ROLLBACK']);
+    expect(sent.map((s) => s.split(' ')[0])).toEqual(['BEGIN', 'SELECT', 'SELECT', 'ROLLBACK']);
   });
 
   it('a replay costs 1 statement', async () => {

@@ -77,7 +77,7 @@ function singleController(dataSource: DataSource) {
         case 'decline':
           throw new HttpException({ code: 'card_declined', id }, 402);
         case 'race':
-          // A claimer that held the lock just before ours committed its record after our lookup.
+          // A writer that ignores the scope's lock committed a record meanwhile.
           await dataSource.query(
             `INSERT INTO idempotency_keys (idempotency_key, endpoint, request_hash, status, status_code)
              VALUES ($1, 'ledger', repeat('0', 64), 'completed', 201)`,
@@ -298,7 +298,7 @@ describe.each<Platform>(['express', 'fastify'])('single-commit mode on %s', (pla
     expect(await ledger(ref)).toEqual(['succeeded']);
   });
 
-  it('rolls back when a record of the scope was committed after its lookup: 503, that record stays', async () => {
+  it('rolls back when a record of the scope appeared meanwhile: 503, that record stays', async () => {
     const key = randomUUID();
     const ref = randomUUID();
     const res = await send(url, '/single', { key, body: { ref, then: 'race' } });

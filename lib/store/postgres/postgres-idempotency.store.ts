@@ -45,6 +45,11 @@ interface ExistingRow extends StoredRow {
   seconds_left: number | null;
 }
 
+function settledValue<T>(settled: PromiseSettledResult<T>): T {
+  if (settled.status === 'rejected') throw settled.reason;
+  return settled.value;
+}
+
 /** Rounds of claim → conflicting row vanished / takeover lost; each round is one more statement. */
 const MAX_CLAIM_ROUNDS = 5;
 
@@ -147,7 +152,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
   }
 
   /**
-   * BEGIN and one lookup under the scope's advisory lock, in one round trip; then the
+   * BEGIN, the scope's advisory lock and the lookup, in one round trip; then the
    * transaction stays open for the handler (claimed), or is rolled back in the background.
    */
   async claimInTransaction(req: ClaimRequest): Promise<TransactionalClaimOutcome<EntityManager>> {
@@ -156,26 +161,23 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
     let outcome: ClaimOutcome;
     let inserts: boolean;
     try {
-      const [begin, lookup] = await pipelineWithin(
+      const scope = [req.key, req.endpoint, req.userId, req.requestHash];
+      const [begin, lock, lookup] = await pipelineWithin(
         client,
         [
           { text: 'BEGIN', values: [] },
-          {
-            ...this.single.lookup,
-            values: [
-              req.key,
-              req.endpoint,
-              req.userId,
-              req.requestHash,
-              scopeLockKey(this.tableName, req),
-            ],
-          },
+          { ...this.single.lock, values: [scopeLockKey(this.tableName, req)] },
+          { ...this.single.lookup, values: scope },
         ],
         this.pool.timeoutMs,
       );
-      if (begin.status === 'rejected') throw begin.reason;
-      if (lookup.status === 'rejected') throw lookup.reason;
-      const row = lookup.value.rows[0] as unknown as ExistingRow;
+      for (const settled of [begin, lock, lookup]) {
+        if (settled.status === 'rejected') throw settled.reason;
+      }
+      const row = {
+        ...(settledValue(lookup).rows[0] as unknown as ExistingRow),
+        locked: settledValue(lock).rows[0]?.locked === true,
+      };
       inserts = !row.id && row.locked;
       outcome = await this.decideInTransaction(req, row, run);
     } catch (err) {

@@ -11,17 +11,26 @@ export function buildSingleCommitStatements(tableName: string) {
   const { records: t } = tableNames(tableName, quoteTable);
   const suffix = createHash('sha1').update(tableName).digest('hex').slice(0, 8);
   return {
-    /** Always one row: whether the lock ($5) was taken, and the committed row if any (id NULL when none). */
+    /**
+     * The scope's advisory lock, in its own statement before the lookup: the lookup's snapshot
+     * is then taken after the lock, so it sees the record of whoever held the lock before us
+     * (a commit is visible before its locks are released).
+     */
+    lock: {
+      name: `idem_single_lock_${suffix}`,
+      text: `SELECT pg_try_advisory_xact_lock($1) AS locked`,
+    },
+    /** Always one row: the committed row of the scope, if any (id NULL when none). */
     lookup: {
       name: `idem_single_lookup_${suffix}`,
-      text: `${existingColumns('k', 'lock.locked')}
-  FROM (SELECT pg_try_advisory_xact_lock($5) AS locked) lock
+      text: `${existingColumns('k')}
+  FROM (SELECT 1) one
   LEFT JOIN ${t} k ON k.idempotency_key = $1 AND k.endpoint = $2 AND k.user_id = $3`,
     },
     /**
-     * The record, completed, sent with the COMMIT. A unique violation (a record of the scope was
-     * committed after the lookup's snapshot, by a claimer that held the lock just before) aborts
-     * the transaction, so the COMMIT behind it rolls back: no ON CONFLICT here on purpose.
+     * The record, completed, sent with the COMMIT. Should a record of the scope exist anyway
+     * (written by something that ignores the lock), the unique violation aborts the transaction,
+     * so the COMMIT behind it rolls back: no ON CONFLICT here on purpose.
      */
     insertCompleted: {
       name: `idem_single_insert_${suffix}`,
