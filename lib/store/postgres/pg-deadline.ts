@@ -106,7 +106,9 @@ function guarded(client: PoolClient): PoolClient {
   client.on('error', ignore);
   const release = client.release;
   client.release = (err) => {
-    client.removeListener('error', ignore);
+    // A failed connection is destroyed, not pooled: its late errors (a FATAL after a terminated
+    // backend) still need a listener, or they crash the process.
+    if (!err) client.removeListener('error', ignore);
     release.call(client, err);
   };
   return client;
