@@ -5,6 +5,7 @@ export const ALL_VARIANTS = [
   'module',
   'module-nocache',
   'module-tx',
+  'module-single',
   'peer',
 ] as const;
 export const ALL_SCENARIOS = ['first', 'replay', 'nokey', 'undecorated', 'conflict'] as const;

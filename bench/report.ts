@@ -89,6 +89,12 @@ export function targetRatios(summary: CellSummary[]): Ratio[] {
       rps('raw-sql', 'replay'),
     ),
     ratio('module-tx / module first ', rps('module-tx', 'first'), rps('module', 'first')),
+    ratio(
+      'module-single / baseline first',
+      rps('module-single', 'first'),
+      rps('baseline', 'first'),
+    ),
+    ratio('module-single / peer     first', rps('module-single', 'first'), rps('peer', 'first')),
   ];
 }
 

@@ -36,7 +36,7 @@ async function cleanUp(): Promise<void> {
 }
 process.once('SIGINT', () => void cleanUp().finally(() => process.exit(130)));
 
-/** module-tx needs `@Idempotent({ transactional: true })`: the server says whether its handler got a transaction. */
+/** module-tx and module-single need `@Idempotent({ transactional })`: the server says whether its handler got a transaction. */
 async function transactionalMissing(server: VariantServer): Promise<string | undefined> {
   const res = await fetch(`${server.url}/payments`, {
     method: 'POST',
@@ -49,7 +49,7 @@ async function transactionalMissing(server: VariantServer): Promise<string | und
   await res.arrayBuffer();
   if (res.status >= 300) return `the probe request answered ${res.status}`;
   if (res.headers.get('x-bench-tx') !== '1') {
-    return '@Idempotent({ transactional: true }) is not available in lib/ yet (the handler got no transaction)';
+    return `@Idempotent({ transactional: ${server.name === 'module-tx' ? 'true' : "'single'"} }) is not available in lib/ yet (the handler got no transaction)`;
   }
   return undefined;
 }
@@ -62,7 +62,8 @@ async function start(name: VariantName): Promise<void> {
       BENCH_REDIS_PREFIX: `${db.name}-peer`,
       BENCH_POOL_SIZE: String(config.poolSize),
     });
-    const skip = name === 'module-tx' ? await transactionalMissing(server) : undefined;
+    const transactional = name === 'module-tx' || name === 'module-single';
+    const skip = transactional ? await transactionalMissing(server) : undefined;
     if (skip) {
       await server.stop();
       throw new Error(skip);

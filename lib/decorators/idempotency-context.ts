@@ -24,7 +24,7 @@ export class IdempotencyContext<TManager = EntityManager> {
   private txId: string | null = null;
 
   /**
-   * In transactional mode (`@Idempotent({ transactional: true })`), the EntityManager of the one
+   * In transactional mode (`@Idempotent({ transactional: true | 'single' })`), the EntityManager of the one
    * transaction that also completes this record (with another store, what its transactions
    * hand out); undefined otherwise.
    */

@@ -3,10 +3,14 @@ import { ProblemCode } from '../idempotency.constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import type { IdempotentRoute } from '../http/idempotent-route.resolver.js';
 import type {
+  ClaimOutcome,
   IdempotencyScope,
   IdempotencyStore,
+  IdempotencyTransaction,
   StoredResponse,
+  TransactionalClaimOutcome,
 } from '../store/idempotency-store.interface.js';
+import { claimInTransaction } from '../store/transactional-routes.check.js';
 import { IdempotentExecution } from './idempotent.execution.js';
 import type { ReplayAuditService } from './replay-audit.service.js';
 import { ReplayCache } from './replay-cache.js';
@@ -59,14 +63,18 @@ export class IdempotencyCoordinator {
     const cached = this.cachedReplay(scope, requestHash);
     if (cached) return { type: 'replay', response: cached };
     const cacheKey = ReplayCache.scopeKey(scope.userId, scope.endpoint, scope.key);
-    let outcome;
+    let outcome: ClaimOutcome | TransactionalClaimOutcome;
     try {
-      outcome = await this.store.claim({
+      const request = {
         ...scope,
         requestHash,
         ttlSeconds: route.ttlSeconds,
         leaseSeconds: this.options.leaseSeconds,
-      });
+      };
+      outcome =
+        route.transactional === 'single'
+          ? await claimInTransaction(this.store)(request)
+          : await this.store.claim(request);
     } catch (err) {
       this.logger.error(
         `Idempotency store unavailable; refusing ${scope.endpoint}: ${(err as Error).message}`,
@@ -85,6 +93,8 @@ export class IdempotencyCoordinator {
         return { type: 'replay', response: outcome.response };
       case 'claimed': {
         const { lease } = outcome;
+        const transaction =
+          'transaction' in outcome ? (outcome.transaction as IdempotencyTransaction) : undefined;
         const execution = new IdempotentExecution(
           this.options,
           this.store,
@@ -98,6 +108,7 @@ export class IdempotencyCoordinator {
               { requestHash, recordId: lease.id, expiresAt: record.expiresAt, response },
               record.secondsLeft,
             ),
+          transaction,
         );
         return { type: 'execute', execution };
       }

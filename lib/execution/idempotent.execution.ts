@@ -46,15 +46,20 @@ export class IdempotentExecution {
     private readonly lease: Lease,
     /** Called once the response is durably stored (committed, in transactional mode). */
     private readonly onStored: (response: StoredResponse, record: CompletedRecord) => void,
+    /** Single-commit mode: the transaction the claim was made in; it ends the claim too. */
+    private readonly claimTransaction?: IdempotencyTransaction,
   ) {
     this.context = new IdempotencyContext(scope);
+    this.transaction = claimTransaction;
     this.heartbeat = new LeaseHeartbeat(store, lease, options, logger, () => this.describe());
   }
 
   /** Cold: the handler runs on subscription. Never subscribed? Call `cancel()`. */
   run(req: object, next: CallHandler, capture: OutcomeCapture): Observable<unknown> {
     return defer(() => {
-      if (this.route.transactional) {
+      if (this.claimTransaction) {
+        this.context.manager = this.claimTransaction.manager;
+      } else if (this.route.transactional) {
         this.transaction = openTransaction(this.store, this.lease, async (tx) => {
           if (await this.store.lockInTransaction?.(this.lease, tx)) {
             await this.heartbeat.halt();
@@ -63,7 +68,8 @@ export class IdempotentExecution {
         this.context.manager = this.transaction.manager;
       }
       attachIdempotencyContext(req, this.context);
-      this.heartbeat.start();
+      // A single-commit claim lives as long as its transaction: nothing to renew.
+      if (!this.claimTransaction) this.heartbeat.start();
       const handled = trackSettlement(next.handle(), {
         settled: (error, errored) => this.handlerSettled(error, errored),
         detached: () => {
@@ -83,7 +89,7 @@ export class IdempotentExecution {
   /** The caller went away before the handler started: free the key at once. */
   async cancel(): Promise<void> {
     this.done = true;
-    await this.release('the request was abandoned before its handler ran');
+    await this.discard('the request was abandoned before its handler ran');
   }
 
   /** No response carries the handler's error (GraphQL, RPC): free the key for a retry. */
@@ -230,6 +236,8 @@ export class IdempotentExecution {
   }
 
   private async release(reason: string): Promise<void> {
+    // Single-commit: the claim was never committed; ending the transaction freed it.
+    if (this.claimTransaction) return;
     try {
       await this.store.release(this.lease);
     } catch (err) {

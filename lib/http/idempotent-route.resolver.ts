@@ -16,7 +16,7 @@ export interface IdempotentRoute {
   required: boolean;
   endpoint?: string;
   transactionId?: IdempotentOptions['transactionId'];
-  transactional: boolean;
+  transactional: boolean | 'single';
   storeResponse: 'full' | 'digest';
   /** The handler writes the response itself (`@Res()` without passthrough). */
   ownsResponse: boolean;

@@ -27,10 +27,18 @@ export interface IdempotentOptions {
    * Runs the handler's own writes and the completion of the record in one PostgreSQL transaction:
    * the handler writes through `ctx.manager` (see `@IdempotencyCtx()`). If it throws, or the
    * process dies, its writes roll back with the completion and a retry starts clean.
-   * The claim itself stays a separate, immediately visible insert.
+   *
+   * `true`: the claim itself stays a separate, immediately visible insert (three commits per
+   * first call: claim, then handler writes + completion), kept alive by a lease.
+   *
+   * `'single'` (single-commit): the claim, the handler's writes and the completed record are ONE
+   * transaction and one COMMIT; while it runs the scope's advisory lock refuses duplicates at
+   * once (409), and a rollback, crash or lost connection frees the key at once (no lease). The
+   * transaction holds a pool connection from the claim until the handler settles.
    * @default false
+   * @example @Idempotent({ transactional: 'single' })
    */
-  transactional?: boolean;
+  transactional?: boolean | 'single';
   /**
    * What is kept of the response. `'full'`: status, replayed headers and body, replayed
    * byte-identically. `'digest'`: only the status and a SHA-256 of the body (`response_digest`),

@@ -46,6 +46,14 @@ export type ClaimOutcome =
     };
 
 /**
+ * The outcome of `claimInTransaction`: when claimed, the open transaction the handler writes
+ * through and the completion joins; otherwise the store has already ended its transaction.
+ */
+export type TransactionalClaimOutcome<TManager = unknown> =
+  | Exclude<ClaimOutcome, { type: 'claimed' }>
+  | { type: 'claimed'; lease: Lease; transaction: IdempotencyTransaction<TManager> };
+
+/**
  * The replays of one completed record in one audit flush (and one UTC day), for the audit trail:
  * one row however many replays.
  */
@@ -131,7 +139,8 @@ export interface IdempotencyStore<TManager = unknown> {
    * Stores the response and marks the record completed, expiring `ttlSeconds` from now; null
    * when the lease was lost (fenced by token: the record is not in progress under this token).
    * With `transaction` (transactional mode; passed only once it is `active`), the write joins it
-   * and commits with the handler's writes.
+   * and commits with the handler's writes. A store may commit the transaction itself with the
+   * write (single-commit: one round trip); it is then no longer `active`, and `commit()` is a no-op.
    */
   complete(
     lease: Lease,
@@ -154,6 +163,16 @@ export interface IdempotencyStore<TManager = unknown> {
    * Throws when the claim was lost. Optional: absent means false.
    */
   lockInTransaction?(lease: Lease, transaction: IdempotencyTransaction<TManager>): Promise<boolean>;
+  /**
+   * Single-commit mode (`transactional: 'single'`): claims the scope inside a new transaction
+   * that stays open for the handler, and commits nothing until `complete(lease, c, transaction)`
+   * then `transaction.commit()`. Same outcomes as `claim`, and the same exactly-one-winner rule;
+   * while the transaction is open every other claim of the scope (either mode) gets
+   * `in_progress` at once, and when it ends without a commit (rollback, crash, lost connection)
+   * the scope is free at once: no lease, no renewal, `release` is never called for it.
+   * Optional: a store without it cannot serve single-commit routes (start-up fails).
+   */
+  claimInTransaction?(request: ClaimRequest): Promise<TransactionalClaimOutcome<TManager>>;
   /** Appends replay events to the audit trail (and counts them per record). */
   recordReplays(replays: readonly ReplayEvent[]): Promise<void>;
   /**

@@ -10,10 +10,21 @@ import type {
   Lease,
 } from './idempotency-store.interface.js';
 
-function unsupported(store: IdempotencyStore, where: string): Error {
+function unsupported(store: IdempotencyStore, where: string, single = false): Error {
+  const [mode, method] = single
+    ? [`'single'`, 'claimInTransaction()']
+    : ['true', 'beginTransaction()'];
   return new Error(
-    `nestjs-pg-idempotency: ${where} is @Idempotent({ transactional: true }) but the store (${store.constructor.name}) has no beginTransaction(); use a store with transactions (PostgresIdempotencyStore) or drop transactional`,
+    `nestjs-pg-idempotency: ${where} is @Idempotent({ transactional: ${mode} }) but the store (${store.constructor.name}) has no ${method}; use a store with transactions (PostgresIdempotencyStore) or drop transactional`,
   );
+}
+
+/** The store's single-commit claim; a clear error for a store without it. */
+export function claimInTransaction(
+  store: IdempotencyStore,
+): NonNullable<IdempotencyStore['claimInTransaction']> {
+  if (!store.claimInTransaction) throw unsupported(store, 'this route', true);
+  return store.claimInTransaction.bind(store);
 }
 
 /** The store's transaction for a transactional route; a clear error for a store without any. */
@@ -35,7 +46,7 @@ export class TransactionalRoutesCheck implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    if (this.store.beginTransaction) return;
+    if (this.store.beginTransaction && this.store.claimInTransaction) return;
     const scanner = new MetadataScanner();
     const read = (target: object): IdempotentOptions | undefined =>
       Reflect.getMetadata(IDEMPOTENT_METADATA, target);
@@ -47,7 +58,11 @@ export class TransactionalRoutesCheck implements OnModuleInit {
         for (const name of scanner.getAllMethodNames(proto)) {
           if (Reflect.getMetadata(PATH_METADATA, proto[name]) === undefined) continue;
           const merged = { ...read(cls), ...read(proto[name]) };
-          if (merged.transactional) throw unsupported(this.store, `${cls.name}.${name}`);
+          const where = `${cls.name}.${name}`;
+          if (merged.transactional === 'single' && !this.store.claimInTransaction)
+            throw unsupported(this.store, where, true);
+          if (merged.transactional === true && !this.store.beginTransaction)
+            throw unsupported(this.store, where);
         }
       }
     }

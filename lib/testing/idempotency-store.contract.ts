@@ -103,6 +103,29 @@ export function idempotencyStoreContract(createStore: () => Promise<StoreContrac
       expect(types(outcomes)).toEqual(['claimed', ...Array(7).fill('in_progress')]);
     });
 
+    it('single-commit, when the store has claimInTransaction: scope held while open, free at once on rollback, replayed once committed', async () => {
+      if (!h.store.claimInTransaction) {
+        // Not supported: single-commit routes then refuse to start (see TransactionalRoutesCheck).
+        expect(h.store.claimInTransaction).toBeUndefined();
+        return;
+      }
+      const req = request();
+      const first = await h.store.claimInTransaction(req);
+      if (first.type !== 'claimed') throw new Error(`expected claimed, got ${first.type}`);
+      expect((await h.store.claimInTransaction(req)).type).toBe('in_progress');
+      expect((await h.store.claim(req)).type).toBe('in_progress');
+      await first.transaction.rollback();
+      const again = await h.store.claimInTransaction(req);
+      if (again.type !== 'claimed') throw new Error(`expected claimed, got ${again.type}`);
+      expect(await h.store.complete(again.lease, completion(), again.transaction)).toMatchObject({
+        secondsLeft: expect.any(Number),
+      });
+      await again.transaction.commit();
+      const replay = await h.store.claimInTransaction(req);
+      expect(replay).toMatchObject({ type: 'completed', response: { statusCode: 201 } });
+      expect((await h.store.claim(req)).type).toBe('completed');
+    });
+
     it('replays a completed record: status, headers, bytes, record id and remaining life', async () => {
       const req = request();
       const l = lease(await h.store.claim(req));

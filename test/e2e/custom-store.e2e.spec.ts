@@ -31,26 +31,32 @@ describe.each<Platform>(['express', 'fastify'])('a custom store (%s)', (platform
 });
 
 describe('a custom store without transactions', () => {
-  it('refuses to start when a route is transactional, naming the route', async () => {
-    @Controller()
-    class LedgerController {
-      @Post('entries')
-      @Idempotent({ transactional: true })
-      add() {
-        return { ok: true };
+  it.each([
+    [true, 'true', 'beginTransaction'],
+    ['single' as const, "'single'", 'claimInTransaction'],
+  ])(
+    'refuses to start when a route is transactional: %s, naming the route',
+    async (mode, shown, method) => {
+      @Controller()
+      class LedgerController {
+        @Post('entries')
+        @Idempotent({ transactional: mode })
+        add() {
+          return { ok: true };
+        }
       }
-    }
-    @Module({
-      imports: [IdempotencyModule.forRoot({ store: new InMemoryIdempotencyStore() })],
-      controllers: [LedgerController],
-    })
-    class LedgerModule {}
-    const app = await NestFactory.create(LedgerModule, { logger: false });
-    const started = await app.init().catch((err: Error) => err);
-    await app.close();
-    expect(started).toBeInstanceOf(Error);
-    expect((started as Error).message).toMatch(
-      /LedgerController\.add is @Idempotent\(\{ transactional: true \}\) but the store \(InMemoryIdempotencyStore\) has no beginTransaction\(\)/,
-    );
-  });
+      @Module({
+        imports: [IdempotencyModule.forRoot({ store: new InMemoryIdempotencyStore() })],
+        controllers: [LedgerController],
+      })
+      class LedgerModule {}
+      const app = await NestFactory.create(LedgerModule, { logger: false });
+      const started = await app.init().catch((err: Error) => err);
+      await app.close();
+      expect(started).toBeInstanceOf(Error);
+      expect((started as Error).message).toContain(
+        `LedgerController.add is @Idempotent({ transactional: ${shown} }) but the store (InMemoryIdempotencyStore) has no ${method}()`,
+      );
+    },
+  );
 });

@@ -5,6 +5,47 @@ import { send } from '../fixtures/http-client.js';
 import { startFixtureApp, type FixtureApp } from '../fixtures/payments.fixture.js';
 import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../../lib/idempotency-internal.constants.js';
 import { IdempotencyInterceptor } from '../../lib/http/idempotency.interceptor.js';
+import { Controller, Module, Post } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import type { DataSource } from 'typeorm';
+import {
+  Idempotent,
+  IdempotencyCtx,
+  IdempotencyModule,
+  type IdempotencyContext,
+} from '../../lib/index.js';
+
+@Controller()
+class SingleCommitController {
+  @Post('single')
+  @Idempotent({ transactional: 'single' })
+  async single(@IdempotencyCtx() idem: IdempotencyContext) {
+    const [{ n }] = await idem.manager!.query('SELECT $1::int AS n', [7]);
+    return { n };
+  }
+}
+
+async function startSingleCommitApp(dataSource: DataSource) {
+  @Module({
+    imports: [
+      IdempotencyModule.forRoot({
+        dataSource,
+        replayCache: false,
+        replayAuditFlushMs: 3_600_000,
+        cleanup: { enabled: false },
+      }),
+    ],
+    controllers: [SingleCommitController],
+  })
+  class SingleCommitModule {}
+  const app = await NestFactory.create(SingleCommitModule, new ExpressAdapter(), { logger: false });
+  await app.listen(0, '127.0.0.1');
+  return {
+    url: `http://127.0.0.1:${app.getHttpServer().address().port}`,
+    close: () => app.close(),
+  };
+}
 
 /**
  * The round-trip budget: every statement the app sends goes through the pool of its DataSource,
@@ -13,7 +54,9 @@ import { IdempotencyInterceptor } from '../../lib/http/idempotency.interceptor.j
 describe('round-trip budget', () => {
   let db: MigratedDatabase;
   let f: FixtureApp;
+  let single: { url: string; close: () => Promise<void> };
   const sent: string[] = [];
+  const pipelined: number[] = [];
 
   beforeAll(async () => {
     db = await createMigratedDatabase('roundtrips');
@@ -34,6 +77,8 @@ describe('round-trip budget', () => {
         const query = client.query.bind(client);
         client.query = (config: any, ...rest: any[]) => {
           sent.push(typeof config === 'string' ? config : config.text);
+          // Sent without waiting for the statement before it: same round trip as that one.
+          if (client.pipeline) pipelined.push(sent.length - 1);
           return query(config, ...rest);
         };
       }
@@ -44,13 +89,16 @@ describe('round-trip budget', () => {
       dataSource: appDataSource,
       options: { replayAuditFlushMs: 3_600_000, replayCache: false },
     });
+    single = await startSingleCommitApp(appDataSource);
   });
   afterAll(async () => {
+    await single?.close();
     await f?.close();
     await db?.drop();
   });
   beforeEach(() => {
     sent.length = 0;
+    pipelined.length = 0;
   });
 
   it('a first call costs 2 statements: the claim and the completion', async () => {
@@ -59,9 +107,35 @@ describe('round-trip budget', () => {
     );
     expect(sent).toHaveLength(2);
     expect(sent[0]).toMatch(
-      /^WITH ins AS \(\s*INSERT INTO .* ON CONFLICT \(idempotency_key, endpoint, user_id\) DO NOTHING/s,
+      /^WITH lock AS \(SELECT pg_try_advisory_xact_lock\(\$8\) AS locked\), ins AS \(\s*INSERT INTO .* ON CONFLICT \(idempotency_key, endpoint, user_id\) DO NOTHING/s,
     );
     expect(sent[1]).toMatch(/^UPDATE .* SET status = 'completed'/s);
+  });
+
+  it("single-commit: a first call is one transaction, one COMMIT, three round trips: BEGIN + the scope's lock + lookup, the handler's statement, the completed record + COMMIT", async () => {
+    const first = await send(single.url, '/single', { key: randomUUID() });
+    expect(first.status).toBe(201);
+    expect(sent).toHaveLength(6);
+    expect(sent[0]).toBe('BEGIN');
+    expect(sent[1]).toBe('SELECT pg_try_advisory_xact_lock($1) AS locked');
+    expect(sent[2]).toMatch(/^SELECT k\.id, .* LEFT JOIN .* ON k\.idempotency_key = \$1/s);
+    expect(sent[3]).toBe('SELECT $1::int AS n');
+    expect(sent[4]).toMatch(/^INSERT INTO .*'completed'.*RETURNING/s);
+    expect(sent[5]).toBe('COMMIT');
+    expect(sent.filter((s) => /^(UPDATE|COMMIT)/.test(s))).toEqual(['COMMIT']);
+    // Three round trips: BEGIN + lock + lookup, the handler's statement, the record + COMMIT.
+    expect(pipelined).toEqual([0, 1, 2, 4, 5]);
+  });
+
+  it('single-commit: a replay costs one round trip (BEGIN, lock, lookup) and a ROLLBACK not waited for', async () => {
+    const key = randomUUID();
+    await send(single.url, '/single', { key });
+    sent.length = 0;
+    const replay = await send(single.url, '/single', { key });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    // The ROLLBACK is not awaited by the request: wait for it.
+    await new Promise((r) => setTimeout(r, 50));
+    expect(sent.map((s) => s.split(' ')[0])).toEqual(['BEGIN', 'SELECT', 'SELECT', 'ROLLBACK']);
   });
 
   it('a replay costs 1 statement', async () => {

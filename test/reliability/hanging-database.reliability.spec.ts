@@ -181,68 +181,95 @@ describe.each<Platform>(['express', 'fastify'])('PostgreSQL hangs (%s)', (platfo
   });
 });
 
-describe('PostgreSQL hangs before a transactional completion', () => {
-  let db: MigratedDatabase;
-  let proxy: TcpProxy;
-  let url: string;
-  let close: (() => Promise<void>) | undefined;
-  let runs = 0;
+describe.each([true, 'single'] as const)(
+  'PostgreSQL hangs before a transactional completion (transactional: %s)',
+  (mode) => {
+    let db: MigratedDatabase;
+    let proxy: TcpProxy;
+    let url: string;
+    let close: (() => Promise<void>) | undefined;
+    let runs = 0;
 
-  beforeAll(async () => {
-    db = await createMigratedDatabase('rel_hang_tx');
-    await db.dataSource.query(`CREATE TABLE ledger (id bigserial PRIMARY KEY, ref text NOT NULL)`);
-    proxy = TcpProxy.forUrl(db.url);
-    await proxy.start();
-    const dataSource = new DataSource({
-      type: 'postgres',
-      url: proxy.wrap(db.url),
-      poolErrorHandler: () => undefined,
-    });
-    @Controller('ledger')
-    class LedgerController {
-      @Post()
-      @Idempotent({ transactional: true })
-      async charge(@Body() body: { ref: string }, @IdempotencyCtx() idem: IdempotencyContext) {
-        runs++;
-        await idem.manager!.query(`INSERT INTO ledger (ref) VALUES ($1)`, [body.ref]);
-        proxy.blackhole(); // the completion UPDATE on this transaction gets no answer
-        return { ref: body.ref };
+    beforeAll(async () => {
+      db = await createMigratedDatabase(`rel_hang_tx_${mode}`);
+      await db.dataSource.query(
+        `CREATE TABLE ledger (id bigserial PRIMARY KEY, ref text NOT NULL)`,
+      );
+      proxy = TcpProxy.forUrl(db.url);
+      await proxy.start();
+      const dataSource = new DataSource({
+        type: 'postgres',
+        url: proxy.wrap(db.url),
+        poolErrorHandler: () => undefined,
+      });
+      @Controller('ledger')
+      class LedgerController {
+        @Post()
+        @Idempotent({ transactional: mode })
+        async charge(@Body() body: { ref: string }, @IdempotencyCtx() idem: IdempotencyContext) {
+          runs++;
+          await idem.manager!.query(`INSERT INTO ledger (ref) VALUES ($1)`, [body.ref]);
+          proxy.blackhole(); // the completion UPDATE on this transaction gets no answer
+          return { ref: body.ref };
+        }
       }
-    }
-    @Module({
-      imports: [
-        IdempotencyModule.forRoot({
-          dataSource,
-          statementTimeoutMs: TIMEOUT_MS,
-          cleanup: { enabled: false },
-        }),
-      ],
-      controllers: [LedgerController],
-    })
-    class AppModule {}
-    const app = await NestFactory.create(AppModule, { logger: false });
-    await app.listen(0, '127.0.0.1');
-    url = `http://127.0.0.1:${app.getHttpServer().address().port}`;
-    close = () => app.close();
-  }, 30_000);
-  afterAll(async () => {
-    proxy?.resume();
-    await close?.();
-    await proxy?.stop();
-    await db?.drop();
-  }, 30_000);
+      @Module({
+        imports: [
+          IdempotencyModule.forRoot({
+            dataSource,
+            statementTimeoutMs: TIMEOUT_MS,
+            cleanup: { enabled: false },
+          }),
+        ],
+        controllers: [LedgerController],
+      })
+      class AppModule {}
+      const app = await NestFactory.create(AppModule, { logger: false });
+      await app.listen(0, '127.0.0.1');
+      url = `http://127.0.0.1:${app.getHttpServer().address().port}`;
+      close = () => app.close();
+    }, 30_000);
+    afterAll(async () => {
+      proxy?.resume();
+      await close?.();
+      await proxy?.stop();
+      await db?.drop();
+    }, 30_000);
 
-  it('answers 503 within about twice statementTimeoutMs (completion, then release) and commits nothing', async () => {
-    const key = randomUUID();
-    const started = Date.now();
-    const res = await send(url, '/ledger', { key, body: { ref: key } });
-    expect(res.status).toBe(503);
-    expect(res.json()).toMatchObject({ code: 'idempotency_store_unavailable' });
-    expect(Date.now() - started).toBeLessThan(2 * TIMEOUT_MS + 2_000);
-    expect(runs).toBe(1);
-    proxy.resume();
-    // The transaction's connection was closed before COMMIT: its ledger row never existed.
-    await sleep(200);
-    expect(await db.dataSource.query('SELECT ref FROM ledger WHERE ref = $1', [key])).toEqual([]);
-  });
-});
+    it('answers 503 within about twice statementTimeoutMs (completion, then release) and commits nothing', async () => {
+      const key = randomUUID();
+      const started = Date.now();
+      const res = await send(url, '/ledger', { key, body: { ref: key } });
+      expect(res.status).toBe(503);
+      expect(res.json()).toMatchObject({ code: 'idempotency_store_unavailable' });
+      expect(Date.now() - started).toBeLessThan(2 * TIMEOUT_MS + 2_000);
+      expect(runs).toBe(1);
+      proxy.resume();
+      await sleep(200);
+      const ledger = await db.dataSource.query('SELECT ref FROM ledger WHERE ref = $1', [key]);
+      const records = await db.records('idempotency_key = $1', [key]);
+      if (mode === true) {
+        // The completion never reached PostgreSQL before the connection closed: nothing committed.
+        expect(ledger).toEqual([]);
+      } else {
+        // Single-commit sends the record with its COMMIT: whether that COMMIT ran when the bytes
+        // finally arrived, the client cannot know (as with any COMMIT that times out). What holds
+        // is atomicity: the writes and the completed record exist together or not at all, so a
+        // retry replays the committed outcome or runs the operation again.
+        expect(records.map((r) => r.status)).toEqual(ledger.length === 1 ? ['completed'] : []);
+      }
+    });
+
+    it('answers 503 within about statementTimeoutMs when the claim hangs, and never runs the handler', async () => {
+      proxy.resume();
+      const before = runs;
+      proxy.blackhole();
+      const started = Date.now();
+      const res = await send(url, '/ledger', { key: randomUUID(), body: { ref: 'never' } });
+      expect(res.status).toBe(503);
+      expect(Date.now() - started).toBeLessThan(TIMEOUT_MS + 2_000);
+      expect(runs).toBe(before);
+      proxy.resume();
+    });
+  },
+);

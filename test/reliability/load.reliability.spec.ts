@@ -2,18 +2,30 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send, type RawResponse } from '../fixtures/http-client.js';
-import { startFixtureApp, type FixtureApp } from '../fixtures/payments.fixture.js';
+import {
+  SINGLE_EXECUTIONS_TABLE,
+  startFixtureApp,
+  type FixtureApp,
+} from '../fixtures/payments.fixture.js';
 
 const REQUESTS = Number(process.env.LOAD_REQUESTS ?? 5_000);
 const KEYS = Number(process.env.LOAD_KEYS ?? 500);
 const CONCURRENCY = 64;
 
-describe('load through the real HTTP stack', () => {
+describe.each([
+  { mode: 'lease', path: '/slow', route: 'slow' },
+  { mode: 'single-commit', path: '/single/slow', route: 'single-slow' },
+])('load through the real HTTP stack ($mode)', ({ mode, path, route }) => {
   let db: MigratedDatabase;
   let f: FixtureApp;
   beforeAll(async () => {
     db = await createMigratedDatabase('load');
-    f = await startFixtureApp({ platform: 'express', dataSource: db.dataSource });
+    await db.dataSource.query(SINGLE_EXECUTIONS_TABLE);
+    f = await startFixtureApp({
+      platform: 'express',
+      dataSource: db.dataSource,
+      singleCommit: true,
+    });
   });
   afterAll(async () => {
     await f?.close();
@@ -31,7 +43,7 @@ describe('load through the real HTTP stack', () => {
       Array.from({ length: CONCURRENCY }, async () => {
         while (next < plan.length) {
           const key = plan[next++];
-          const res = await send(f.url, '/slow', { key, body: { ms: 5, key } });
+          const res = await send(f.url, path, { key, body: { ms: 5, key } });
           answers.set(key, [...(answers.get(key) ?? []), res]);
         }
       }),
@@ -40,7 +52,7 @@ describe('load through the real HTTP stack', () => {
 
     const statuses: Record<number, number> = {};
     for (const [key, responses] of answers) {
-      expect(f.exec.count('slow', key)).toBe(1);
+      expect(f.exec.count(route, key)).toBe(1);
       const done = responses.filter((r) => r.status === 201);
       expect(done.length).toBeGreaterThanOrEqual(1);
       for (const r of responses) {
@@ -61,8 +73,15 @@ describe('load through the real HTTP stack', () => {
         )
       )[0].n,
     ).toBe(used);
+    if (mode === 'single-commit') {
+      // Each committed run is one row: exactly one per key.
+      const committed = await db.dataSource.query(
+        `SELECT count(*)::int AS n, count(DISTINCT idempotency_key)::int AS keys FROM single_executions`,
+      );
+      expect(committed).toEqual([{ n: used, keys: used }]);
+    }
     console.log(
-      `load: ${REQUESTS} requests, ${used} keys, ${seconds.toFixed(1)} s (${Math.round(REQUESTS / seconds)} req/s), statuses ${JSON.stringify(statuses)}`,
+      `load (${mode}): ${REQUESTS} requests, ${used} keys, ${seconds.toFixed(1)} s (${Math.round(REQUESTS / seconds)} req/s), statuses ${JSON.stringify(statuses)}`,
     );
   }, 120_000);
 });

@@ -9,7 +9,11 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send, type RawResponse } from '../fixtures/http-client.js';
-import { startFixtureApp, type FixtureApp } from '../fixtures/payments.fixture.js';
+import {
+  SINGLE_EXECUTIONS_TABLE,
+  startFixtureApp,
+  type FixtureApp,
+} from '../fixtures/payments.fixture.js';
 import { withAdminClient } from '../harness/test-database.js';
 import { runPool, shuffled, sleep, tally } from './support.js';
 
@@ -180,6 +184,115 @@ describe('PostgreSQL restart (pg_terminate_backend) during a stream of keyed req
         `[pg-restart] executions: ${keys.filter((k) => f.exec.count('slow', k) === 1).length} keys ran once, ${keys.filter((k) => f.exec.count('slow', k) > 1).length} ran twice or more; completion writes lost (kept in progress): ${completionFailures}; claims committed but answered 503: ${orphanClaims}`,
         `[pg-restart] answers after the storm: ${JSON.stringify(tally(after.map(label)))}; 20 new keys: ${JSON.stringify(tally(fresh.map(label)))}`,
       ].join('\n'),
+    );
+  }, 60_000);
+});
+
+/**
+ * The same storm against a single-commit route (`transactional: 'single'`): a terminated backend
+ * rolls back the claim with the handler's writes, so no claim is ever left in progress and a
+ * retry may run again; what must hold is one COMMITTED run per key at most, and a completed
+ * record exactly when that run committed.
+ */
+describe('PostgreSQL restart during a stream of keyed requests (single-commit)', () => {
+  let db: MigratedDatabase;
+  let f: FixtureApp;
+
+  beforeAll(async () => {
+    db = await createMigratedDatabase('rel_pg_restart_single');
+    await db.dataSource.query(SINGLE_EXECUTIONS_TABLE);
+    const dataSource = db.newDataSource({
+      applicationName: 'reliability-pg-restart-app',
+      poolErrorHandler: () => undefined,
+    });
+    f = await startFixtureApp({ platform: 'express', dataSource, singleCommit: true });
+  }, 30_000);
+  afterAll(async () => {
+    await f?.close();
+    await db?.drop();
+  }, 30_000);
+
+  const terminateAll = () =>
+    withAdminClient(async (admin) => {
+      const { rows } = await admin.query(
+        `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))::int AS n
+           FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()
+            AND application_name = 'reliability-pg-restart-app'`,
+        [db.name],
+      );
+      return rows[0].n as number;
+    });
+
+  const call = async (key: string): Promise<Outcome> => {
+    const res = await send(f.url, '/single/slow', { key, body: { ms: HANDLER_MS, key } });
+    const problem = (res.headers['content-type'] ?? '').includes('problem+json');
+    return {
+      key,
+      status: res.status,
+      code: problem ? res.json().code : undefined,
+      replayed: res.headers['idempotent-replayed'] === 'true',
+      body: res.body,
+    };
+  };
+
+  it("answers 2xx, 409, 503 or the handler's own 500, commits no key twice, leaves no claim behind", async () => {
+    const keys = Array.from({ length: KEYS }, () => randomUUID());
+    const stream = shuffled(
+      keys.flatMap((key) => Array.from({ length: REQUESTS_PER_KEY }, () => key)),
+      20261203,
+    );
+    const terminations: Promise<number>[] = [];
+    const outcomes = await runPool(stream, CONCURRENCY, (key, index) => {
+      if (TERMINATE_AT.includes(index)) terminations.push(terminateAll());
+      return call(key);
+    });
+    const terminated = await Promise.all(terminations);
+    expect(terminated.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+
+    for (const o of outcomes) {
+      // The handler writes through the killed connection: its own query fails, and that error
+      // is its outcome (500, not stored, nothing committed).
+      if (o.status === 201 || (o.status === 500 && o.code === undefined)) continue;
+      expect({ status: o.status, code: o.code }).toEqual(
+        o.status === 409
+          ? { status: 409, code: 'request_in_progress' }
+          : { status: 503, code: 'idempotency_store_unavailable' },
+      );
+    }
+
+    const committed = new Map<string, number>(
+      (
+        await db.dataSource.query(
+          `SELECT idempotency_key AS key, count(*)::int AS n FROM single_executions GROUP BY 1`,
+        )
+      ).map((r: { key: string; n: number }) => [r.key, r.n]),
+    );
+    const rows = await db.records();
+    const recordOf = new Map(rows.map((r) => [r.idempotency_key as string, r]));
+    const violations: string[] = [];
+    for (const key of keys) {
+      const runs = committed.get(key) ?? 0;
+      const record = recordOf.get(key);
+      const ok = outcomes.filter((o) => o.key === key && o.status === 201);
+      if (runs > 1) violations.push(`${key}: committed ${runs} runs`);
+      if (record && record.status !== 'completed') violations.push(`${key}: claim left behind`);
+      if ((record ? 1 : 0) !== runs) violations.push(`${key}: record and committed runs differ`);
+      if (ok.length > 0 && !record) violations.push(`${key}: 2xx without a record`);
+      if (ok.some((o) => !o.body.equals(record?.response_raw)))
+        violations.push(`${key}: 2xx not the stored bytes`);
+    }
+    expect(violations).toEqual([]);
+
+    // After the storm: every key answers 201 (a replay, or its first committed run).
+    await sleep(200);
+    const after = await runPool(keys, 8, call);
+    expect(after.map((o) => o.status)).toEqual(after.map(() => 201));
+    const final = await db.dataSource.query(
+      `SELECT count(*)::int AS n, count(DISTINCT idempotency_key)::int AS keys FROM single_executions`,
+    );
+    expect(final).toEqual([{ n: KEYS, keys: KEYS }]);
+    console.log(
+      `[pg-restart single-commit] killed ${terminated.join(', ')}; answers ${JSON.stringify(tally(outcomes.map((o) => `${o.status}${o.replayed ? ' replay' : ''}`)))}`,
     );
   }, 60_000);
 });

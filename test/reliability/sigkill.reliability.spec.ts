@@ -121,3 +121,82 @@ describe('app process SIGKILLed in the middle of a slow handler', () => {
     );
   }, 60_000);
 });
+
+/**
+ * The same kill on a single-commit route (`transactional: 'single'`): the claim was never
+ * committed, so the dying connection rolls it back with the handler's writes, and the key is
+ * free at once: no lease to wait for (the lease here is 60 s and plays no part).
+ */
+describe('app process SIGKILLed in the middle of a slow single-commit handler', () => {
+  let db: MigratedDatabase;
+  let doomed: ChildApp;
+  let survivor: ChildApp;
+
+  beforeAll(async () => {
+    const { script } = await prepareChildRun('sigkill-single', (created) => (db = created));
+    const common = { script, databaseUrl: db.url, leaseSeconds: 60, mode: 'single' as const };
+    [doomed, survivor] = await Promise.all([
+      startChildApp({ ...common, instance: 'doomed', handlerMs: 30_000 }),
+      startChildApp({ ...common, instance: 'survivor', handlerMs: 100 }),
+    ]);
+  }, 60_000);
+  afterAll(async () => {
+    await killChildApps();
+    await db?.drop();
+  }, 30_000);
+
+  const sql = (text: string, params: unknown[] = []) => db.dataSource.query(text, params);
+
+  it('refuses the key while the handler runs, then runs it once more right after the kill', async () => {
+    const key = randomUUID();
+    const body = { amount: 1999, currency: 'eur' };
+    const original = send(doomed.url, '/charges', { key, body }).then(
+      (res) => ({ status: res.status }),
+      (error: Error) => ({ error: error.message }),
+    );
+    // The handler's row is uncommitted: wait until its transaction holds the scope.
+    await waitFor(
+      'the handler to start',
+      async () =>
+        (
+          await sql(
+            `SELECT 1 FROM pg_stat_activity WHERE application_name = 'reliability-doomed' AND state = 'idle in transaction'`,
+          )
+        ).length === 1,
+      10_000,
+      20,
+    );
+    const during = await send(survivor.url, '/charges', { key, body });
+    expect(during.status).toBe(409);
+    expect(await db.records('idempotency_key = $1', [key])).toEqual([]);
+
+    const killedAt = performance.now();
+    expect(await doomed.kill('SIGKILL')).toBe('SIGKILL');
+    expect(await original).toEqual({ error: expect.any(String) });
+    // PostgreSQL sees the connection drop and rolls back: the retry runs without any lease wait.
+    const retry = await waitFor(
+      'a retry to run',
+      async () => {
+        const res = await send(survivor.url, '/charges', { key, body });
+        return res.status === 201 ? res : res.status === 409 ? null : Promise.reject(res.status);
+      },
+      5_000,
+      20,
+    );
+    const freedAfterMs = performance.now() - killedAt;
+    expect(freedAfterMs).toBeLessThan(2_000);
+    expect(retry.headers['idempotent-replayed']).toBeUndefined();
+    expect(retry.json()).toMatchObject({ instance: 'survivor' });
+    const replay = await send(survivor.url, '/charges', { key, body });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body.equals(retry.body)).toBe(true);
+    // Only the committed execution is left: the killed one's row was rolled back.
+    expect(
+      await sql(`SELECT instance FROM reliability_executions WHERE idempotency_key = $1`, [key]),
+    ).toEqual([{ instance: 'survivor' }]);
+    expect(
+      await sql(`SELECT id FROM idempotency_keys_archive WHERE idempotency_key = $1`, [key]),
+    ).toEqual([]);
+    console.log(`[sigkill single-commit] key free ${freedAfterMs.toFixed(0)} ms after the kill`);
+  }, 60_000);
+});

@@ -149,6 +149,8 @@ export interface ChildOptions {
   instance: string;
   handlerMs?: number;
   leaseSeconds?: number;
+  /** `single`: the route is `transactional: 'single'` (see child/server.ts). */
+  mode?: 'lease' | 'single';
 }
 
 export interface ChildApp {
@@ -191,6 +193,7 @@ export function startChildApp(o: ChildOptions): Promise<ChildApp> {
       INSTANCE: o.instance,
       HANDLER_MS: String(o.handlerMs ?? 50),
       LEASE_SECONDS: String(o.leaseSeconds ?? 60),
+      MODE: o.mode ?? 'lease',
     },
     stdio: ['pipe', 'pipe', 'pipe'],
   });

@@ -14,6 +14,21 @@ export function quoteTable(tableName: string): string {
     .join('.');
 }
 
+/** A row is stale (free to take over) when completed past its TTL, or in progress past its lease. */
+export const staleExpr = (alias: string) =>
+  `CASE WHEN ${alias}.status = 'completed' THEN ${alias}.expires_at <= now() ELSE ${alias}.locked_until <= now() END`;
+
+/** What a claim reads of an existing row; `$4` is the request hash, the response only when it matches. */
+export function existingColumns(k: string, locked = 'true'): string {
+  return `SELECT ${k}.id, false AS claimed, ${locked} AS locked, ${k}.status,
+       ${k}.request_hash = $4 AS same_request, ${staleExpr(k)} AS stale, ${k}.status_code,
+       ${k}.expires_at, extract(epoch FROM ${k}.expires_at - now())::float8 AS seconds_left,
+       CASE WHEN ${k}.request_hash = $4 THEN ${k}.response_headers END AS response_headers,
+       CASE WHEN ${k}.request_hash = $4 THEN ${k}.response_raw END AS response_raw,
+       CASE WHEN ${k}.request_hash = $4 THEN ${k}.response_key_id END AS response_key_id,
+       ${k}.response_digest IS NOT NULL AS digested`;
+}
+
 /**
  * Every statement the store sends, built once per table. Values are always bind parameters;
  * only the validated table identifier is spliced in. Time comes from the database (`now()`, and
@@ -24,36 +39,34 @@ export function buildStatements(tableName: string) {
   const { records: t, archive, replays, cleanupRuns } = tableNames(tableName, quoteTable);
   const recordColumns = RECORD_COLUMNS.join(', ');
   const suffix = createHash('sha1').update(tableName).digest('hex').slice(0, 8);
-  // A row is stale (free to take over) when completed past its TTL, or in progress past its lease.
-  const stale = (alias: string) =>
-    `CASE WHEN ${alias}.status = 'completed' THEN ${alias}.expires_at <= now() ELSE ${alias}.locked_until <= now() END`;
-  const existing = `SELECT k.id, false AS claimed, k.status, k.request_hash = $4 AS same_request,
-       ${stale('k')} AS stale, k.status_code, k.expires_at,
-       extract(epoch FROM k.expires_at - now())::float8 AS seconds_left,
-       CASE WHEN k.request_hash = $4 THEN k.response_headers END AS response_headers,
-       CASE WHEN k.request_hash = $4 THEN k.response_raw END AS response_raw,
-       CASE WHEN k.request_hash = $4 THEN k.response_key_id END AS response_key_id,
-       k.response_digest IS NOT NULL AS digested
+  const existing = `${existingColumns('k')}
   FROM ${t} k
  WHERE k.idempotency_key = $1 AND k.endpoint = $2 AND k.user_id = $3`;
 
   return {
-    /** Claim, and in the same round trip the existing row when the claim conflicts. */
+    /**
+     * Claim, and in the same round trip the existing row when the claim conflicts. The scope's
+     * advisory lock ($8) is tried first: held, a single-commit transaction owns the scope and
+     * nothing is inserted (`locked` false, the row if any still answers replays and mismatches).
+     */
     claim: {
       name: `idem_claim_${suffix}`,
-      text: `WITH ins AS (
+      text: `WITH lock AS (SELECT pg_try_advisory_xact_lock($8) AS locked), ins AS (
   INSERT INTO ${t} (idempotency_key, endpoint, user_id, request_hash, owner_token, locked_until, expires_at)
-  VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6), now() + make_interval(secs => $7))
+  SELECT $1::varchar, $2::varchar, $3::text, $4::bpchar, $5::uuid, now() + make_interval(secs => $6), now() + make_interval(secs => $7)
+    FROM lock WHERE lock.locked
   ON CONFLICT (idempotency_key, endpoint, user_id) DO NOTHING
   RETURNING id
 )
-SELECT id, true AS claimed, NULL::varchar AS status, true AS same_request, false AS stale,
-       NULL::smallint AS status_code, NULL::timestamptz AS expires_at,
+SELECT id, true AS claimed, true AS locked, NULL::varchar AS status, true AS same_request,
+       false AS stale, NULL::smallint AS status_code, NULL::timestamptz AS expires_at,
        NULL::float8 AS seconds_left, NULL::jsonb AS response_headers, NULL::bytea AS response_raw,
        NULL::varchar AS response_key_id, false AS digested
   FROM ins
 UNION ALL
-${existing} AND NOT EXISTS (SELECT 1 FROM ins)`,
+${existingColumns('k', 'lock.locked')}
+  FROM lock LEFT JOIN ${t} k ON k.idempotency_key = $1 AND k.endpoint = $2 AND k.user_id = $3
+ WHERE NOT EXISTS (SELECT 1 FROM ins)`,
     },
     /** Read of the conflicting row when it was committed after the claim's snapshot. */
     existing: {
@@ -68,7 +81,7 @@ ${existing} AND NOT EXISTS (SELECT 1 FROM ins)`,
     takeover: {
       name: `idem_takeover_${suffix}`,
       text: `WITH old AS (
-  SELECT * FROM ${t} k WHERE k.id = $1 AND ${stale('k')} FOR UPDATE SKIP LOCKED
+  SELECT * FROM ${t} k WHERE k.id = $1 AND ${staleExpr('k')} FOR UPDATE SKIP LOCKED
 ), archived AS (
   INSERT INTO ${archive} (${recordColumns})
   SELECT ${recordColumns} FROM old

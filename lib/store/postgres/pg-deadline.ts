@@ -18,7 +18,10 @@ export interface PoolClient extends Queryable {
 }
 export interface Pool {
   connect(): Promise<PoolClient>;
+  on?(event: 'connect', listener: (client: PoolClient) => void): unknown;
 }
+
+const ignoreError = () => undefined;
 
 /**
  * Past this many pool checkouts given up on and still pending, statements fail at once: the
@@ -39,6 +42,7 @@ export class StoreTimeoutError extends Error {
  */
 export class DeadlinePool {
   private abandoned = 0;
+  private readonly watched = new WeakSet<Pool>();
 
   constructor(
     private readonly pool: () => Pool,
@@ -66,6 +70,15 @@ export class DeadlinePool {
     if (this.abandoned >= MAX_ABANDONED_CHECKOUTS) {
       return Promise.reject(new StoreTimeoutError('a connection request', this.timeoutMs));
     }
+    const pool = this.pool();
+    if (!this.watched.has(pool)) {
+      this.watched.add(pool);
+      // pg-pool hands a new connection to its waiter a tick after taking its idle listener off:
+      // a FATAL read in the same chunk as its first ReadyForQuery (a backend terminated as it
+      // started, bytes replayed after a network stall) would find no listener and crash the
+      // process. Errors of a checked-out connection reach its queries anyway.
+      pool.on?.('connect', (client) => client.on('error', ignoreError));
+    }
     return new Promise((resolve, reject) => {
       let late = false;
       const timer = setTimeout(() => {
@@ -73,26 +86,24 @@ export class DeadlinePool {
         this.abandoned++;
         reject(new StoreTimeoutError('a connection request', this.timeoutMs));
       }, this.timeoutMs);
-      this.pool()
-        .connect()
-        .then(
-          (client) => {
-            if (!late) {
-              clearTimeout(timer);
-              return resolve(guarded(client));
-            }
-            // Given up on: hand it straight back, healthy, for the next statement.
-            this.abandoned--;
-            client.release();
-          },
-          (err: Error) => {
-            if (!late) {
-              clearTimeout(timer);
-              return reject(err);
-            }
-            this.abandoned--;
-          },
-        );
+      pool.connect().then(
+        (client) => {
+          if (!late) {
+            clearTimeout(timer);
+            return resolve(guarded(client));
+          }
+          // Given up on: hand it straight back, healthy, for the next statement.
+          this.abandoned--;
+          client.release();
+        },
+        (err: Error) => {
+          if (!late) {
+            clearTimeout(timer);
+            return reject(err);
+          }
+          this.abandoned--;
+        },
+      );
     });
   }
 }
@@ -106,7 +117,9 @@ function guarded(client: PoolClient): PoolClient {
   client.on('error', ignore);
   const release = client.release;
   client.release = (err) => {
-    client.removeListener('error', ignore);
+    // A failed connection is destroyed, not pooled: its late errors (a FATAL after a terminated
+    // backend) still need a listener, or they crash the process.
+    if (!err) client.removeListener('error', ignore);
     release.call(client, err);
   };
   return client;

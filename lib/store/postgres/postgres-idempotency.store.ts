@@ -17,7 +17,12 @@ import type {
   IdempotencyTransaction,
   Lease,
   ReplayEvent,
+  TransactionalClaimOutcome,
 } from '../idempotency-store.interface.js';
+import { scopeLockKey } from './scope-lock.js';
+import { buildSingleCommitStatements, type SingleCommitStatements } from './single-commit.sql.js';
+import { type SingleCommit, singleCommitTransaction } from './single-commit-transaction.js';
+import { pipelineWithin } from './pg-pipeline.js';
 import { lazyTransaction, transactionHandle } from './lazy-transaction.js';
 import {
   DeadlinePool,
@@ -28,13 +33,21 @@ import {
 } from './pg-deadline.js';
 
 interface ExistingRow extends StoredRow {
+  /** Empty (NULL) when the scope has no committed row: claim and single-commit lookup. */
   id: string;
   claimed: boolean;
+  /** The scope's advisory lock was free: no single-commit transaction holds the scope. */
+  locked: boolean;
   status: 'in_progress' | 'completed' | null;
   same_request: boolean;
   stale: boolean;
   expires_at: Date | null;
   seconds_left: number | null;
+}
+
+function settledValue<T>(settled: PromiseSettledResult<T>): T {
+  if (settled.status === 'rejected') throw settled.reason;
+  return settled.value;
 }
 
 /** Rounds of claim → conflicting row vanished / takeover lost; each round is one more statement. */
@@ -49,6 +62,9 @@ type Transaction = IdempotencyTransaction<EntityManager>;
  */
 export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager> {
   private readonly sql: IdempotencyStatements;
+  private readonly single: SingleCommitStatements;
+  /** Single-commit leases whose record is not written yet: `complete` inserts it and commits. */
+  private readonly inserting = new WeakMap<Lease, SingleCommit>();
   private readonly codec: StoredResponseCodec;
   private isolation?: Promise<string>;
   /** Every statement of the store goes through this: a hung database fails it after the deadline. */
@@ -69,6 +85,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       );
     }
     this.sql = buildStatements(tableName);
+    this.single = buildSingleCommitStatements(tableName);
     this.codec = new StoredResponseCodec(options.cipher ?? null);
     this.pool = new DeadlinePool(
       () => (this.dataSource.driver as unknown as { master: Pool }).master,
@@ -91,17 +108,25 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       const { rows } = insert
         ? await this.pool.query({
             ...this.sql.claim,
-            values: [...scope, token, req.leaseSeconds, req.ttlSeconds],
+            values: [
+              ...scope,
+              token,
+              req.leaseSeconds,
+              req.ttlSeconds,
+              scopeLockKey(this.tableName, req),
+            ],
           })
         : await this.pool.query({ ...this.sql.existing, values: scope });
       const row = rows[0] as unknown as ExistingRow | undefined;
       // No row after an insert: the conflicting row was committed after this statement's
       // snapshot, so read it. No row after a read: it was deleted since, so insert again.
       insert = !insert;
-      if (!row) continue;
+      // Nothing inserted because a single-commit transaction holds the scope.
+      if (row && !row.id && !row.locked) return { type: 'in_progress' };
+      if (!row?.id) continue;
       if (row.claimed) return { type: 'claimed', lease: { id: row.id, token, claimed } };
       // Stale but skipped by the takeover: a live transaction holds it (see `lockClaim`).
-      if (row.stale && row.id === lockedStale) return { type: 'in_progress' };
+      if (row.stale && (row.id === lockedStale || !row.locked)) return { type: 'in_progress' };
       if (row.stale) {
         const taken = await this.pool.query({
           ...this.sql.takeover,
@@ -126,6 +151,109 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
     throw new Error('nestjs-pg-idempotency: claim did not settle; too much contention on one key');
   }
 
+  /**
+   * BEGIN, the scope's advisory lock and the lookup, in one round trip; then the
+   * transaction stays open for the handler (claimed), or is rolled back in the background.
+   */
+  async claimInTransaction(req: ClaimRequest): Promise<TransactionalClaimOutcome<EntityManager>> {
+    const client = await this.pool.connect();
+    const run = (config: QueryConfig) => queryWithin(client, config, this.pool.timeoutMs);
+    let outcome: ClaimOutcome;
+    let inserts: boolean;
+    try {
+      const scope = [req.key, req.endpoint, req.userId, req.requestHash];
+      const [begin, lock, lookup] = await pipelineWithin(
+        client,
+        [
+          { text: 'BEGIN', values: [] },
+          { ...this.single.lock, values: [scopeLockKey(this.tableName, req)] },
+          { ...this.single.lookup, values: scope },
+        ],
+        this.pool.timeoutMs,
+      );
+      for (const settled of [begin, lock, lookup]) {
+        if (settled.status === 'rejected') throw settled.reason;
+      }
+      const row = {
+        ...(settledValue(lookup).rows[0] as unknown as ExistingRow),
+        locked: settledValue(lock).rows[0]?.locked === true,
+      };
+      inserts = !row.id && row.locked;
+      outcome = await this.decideInTransaction(req, row, run);
+    } catch (err) {
+      client.release(err as Error);
+      throw err;
+    }
+    if (outcome.type === 'claimed') {
+      const single = singleCommitTransaction(this.dataSource, client, this.pool.timeoutMs);
+      if (inserts) this.inserting.set(outcome.lease, single);
+      return { ...outcome, transaction: single.transaction };
+    }
+    // The caller need not wait for the rollback: it only frees the lock and the connection.
+    void run({ text: 'ROLLBACK', values: [] }).then(
+      () => client.release(),
+      (err: Error) => client.release(err),
+    );
+    return outcome;
+  }
+
+  private async decideInTransaction(
+    req: ClaimRequest,
+    row: ExistingRow,
+    run: (config: QueryConfig) => Promise<{ rows: Record<string, unknown>[] }>,
+  ): Promise<ClaimOutcome> {
+    const claimed = {
+      key: req.key,
+      endpoint: req.endpoint,
+      userId: req.userId,
+      requestHash: req.requestHash,
+    };
+    if (!row.id || row.stale) {
+      if (!row.locked) return { type: 'in_progress' };
+      const token = randomUUID();
+      if (!row.id) return { type: 'claimed', lease: { id: randomUUID(), token, claimed } };
+      // Archived and taken over inside the transaction: a rollback restores the old row.
+      const taken = await run({
+        ...this.sql.takeover,
+        values: [row.id, req.requestHash, token, req.leaseSeconds, req.ttlSeconds],
+      });
+      const id = taken.rows[0]?.id as string | undefined;
+      return id ? { type: 'claimed', lease: { id, token, claimed } } : { type: 'in_progress' };
+    }
+    if (!row.same_request) return { type: 'mismatch' };
+    if (row.status === 'in_progress') return { type: 'in_progress' };
+    return {
+      type: 'completed',
+      recordId: row.id,
+      expiresAt: row.expires_at as Date,
+      secondsLeft: row.seconds_left as number,
+      response: this.codec.fromRow(row, claimed),
+    };
+  }
+
+  private insertValues(
+    lease: Lease,
+    c: Completion,
+    kept: ReturnType<StoredResponseCodec['toColumns']>,
+  ) {
+    const scope = lease.claimed as NonNullable<Lease['claimed']>;
+    return [
+      lease.id,
+      scope.key,
+      scope.endpoint,
+      scope.userId,
+      scope.requestHash,
+      c.statusCode,
+      kept.headers,
+      kept.raw,
+      kept.json,
+      c.transactionId,
+      c.ttlSeconds,
+      kept.keyId,
+      kept.digest,
+    ];
+  }
+
   async complete(
     lease: Lease,
     c: Completion,
@@ -144,8 +272,15 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       kept.keyId,
       kept.digest,
     ];
-    const { rows } = await this.on(transaction, { ...this.sql.complete, values });
-    const row = rows[0] as { expires_at: Date; seconds_left: number } | undefined;
+    const single = transaction && this.inserting.get(lease);
+    // Single-commit: the record is inserted and the transaction committed in one round trip.
+    const result = single
+      ? await single.commitWith({
+          ...this.single.insertCompleted,
+          values: this.insertValues(lease, c, kept),
+        })
+      : await this.on(transaction, { ...this.sql.complete, values });
+    const row = result?.rows[0] as { expires_at: Date; seconds_left: number } | undefined;
     return row ? { expiresAt: row.expires_at, secondsLeft: row.seconds_left } : null;
   }
 

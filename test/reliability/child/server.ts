@@ -3,7 +3,9 @@
  * every execution in `reliability_executions` (the spec creates it) before sleeping HANDLER_MS.
  *
  * Environment: DATABASE_URL (required), INSTANCE (name in the executions table and the body),
- * HANDLER_MS (default 50), LEASE_SECONDS (default 60). Listens on a free port of 127.0.0.1 and
+ * HANDLER_MS (default 50), LEASE_SECONDS (default 60), MODE (`lease`, the default, or `single`:
+ * the route is `transactional: 'single'` and the execution row is written through its
+ * transaction, so rows count committed executions). Listens on a free port of 127.0.0.1 and
  * prints one line `READY {"port":<port>,"pid":<pid>}` on stdout when it accepts requests. Exits
  * when its stdin closes (the spawning jest worker is gone), so no orphan outlives a crashed run.
  */
@@ -11,13 +13,19 @@ import 'reflect-metadata';
 import { Controller, Headers, HttpCode, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { DataSource } from 'typeorm';
-import { Idempotent, IdempotencyModule } from '../../../lib/index.js';
+import {
+  Idempotent,
+  IdempotencyCtx,
+  IdempotencyModule,
+  type IdempotencyContext,
+} from '../../../lib/index.js';
 
 const url = process.env.DATABASE_URL;
 if (!url) throw new Error('DATABASE_URL is required');
 const instance = process.env.INSTANCE ?? 'child';
 const handlerMs = Number(process.env.HANDLER_MS ?? 50);
 const leaseSeconds = Number(process.env.LEASE_SECONDS ?? 60);
+const single = process.env.MODE === 'single';
 
 const dataSource = new DataSource({
   type: 'postgres',
@@ -31,9 +39,13 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 class ChargesController {
   @Post('charges')
   @HttpCode(201)
-  @Idempotent()
-  async charge(@Headers('idempotency-key') key: string | undefined) {
-    const [row] = (await dataSource.query(
+  @Idempotent(single ? { transactional: 'single' } : {})
+  async charge(
+    @Headers('idempotency-key') key: string | undefined,
+    @IdempotencyCtx() idem?: IdempotencyContext,
+  ) {
+    const db = single ? idem!.manager! : dataSource;
+    const [row] = (await db.query(
       `INSERT INTO reliability_executions (idempotency_key, instance) VALUES ($1, $2) RETURNING id`,
       [key ?? null, instance],
     )) as { id: number }[];

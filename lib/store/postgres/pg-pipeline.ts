@@ -1,0 +1,45 @@
+import { type Queryable, type QueryConfig, type QueryResult, queryWithin } from './pg-deadline.js';
+
+interface PipelineCapable {
+  pipeline?: boolean;
+  _sentQueryQueue?: unknown[];
+  connection?: { stream?: { cork?(): void; uncork?(): void } };
+}
+
+/**
+ * Several statements in one round trip: pg's pipeline mode (pg >= 8.22), switched on for this
+ * call only, sends them back to back, each with its own Sync, in one write; each still runs under
+ * the deadline. Inside an explicit transaction they share it: a failed statement aborts the
+ * transaction, so a COMMIT behind it rolls back (its command tag says ROLLBACK). Without pipeline
+ * support, the statements run one after another. Every statement is answered (settled) before
+ * this returns.
+ */
+export async function pipelineWithin(
+  client: Queryable,
+  configs: QueryConfig[],
+  ms: number,
+): Promise<PromiseSettledResult<QueryResult>[]> {
+  const pg = client as unknown as PipelineCapable;
+  if (pg.pipeline !== false || !Array.isArray(pg._sentQueryQueue)) {
+    const settled: PromiseSettledResult<QueryResult>[] = [];
+    for (const config of configs) {
+      settled.push(
+        await queryWithin(client, config, ms).then(
+          (value) => ({ status: 'fulfilled' as const, value }),
+          (reason: unknown) => ({ status: 'rejected' as const, reason }),
+        ),
+      );
+    }
+    return settled;
+  }
+  const stream = pg.connection?.stream;
+  pg.pipeline = true;
+  stream?.cork?.();
+  try {
+    const pending = configs.map((config) => queryWithin(client, config, ms));
+    stream?.uncork?.();
+    return await Promise.allSettled(pending);
+  } finally {
+    pg.pipeline = false;
+  }
+}

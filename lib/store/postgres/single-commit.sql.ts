@@ -1,0 +1,47 @@
+import { createHash } from 'node:crypto';
+import { existingColumns, quoteTable } from './idempotency.sql.js';
+import { tableNames } from './table-names.js';
+
+/**
+ * The statements of a single-commit transaction (`transactional: 'single'`), besides BEGIN and
+ * COMMIT: one lookup under the scope's advisory lock, and one INSERT of the record already
+ * completed, so the row is written once, at the end, in the handler's transaction.
+ */
+export function buildSingleCommitStatements(tableName: string) {
+  const { records: t } = tableNames(tableName, quoteTable);
+  const suffix = createHash('sha1').update(tableName).digest('hex').slice(0, 8);
+  return {
+    /**
+     * The scope's advisory lock, in its own statement before the lookup: the lookup's snapshot
+     * is then taken after the lock, so it sees the record of whoever held the lock before us
+     * (a commit is visible before its locks are released).
+     */
+    lock: {
+      name: `idem_single_lock_${suffix}`,
+      text: `SELECT pg_try_advisory_xact_lock($1) AS locked`,
+    },
+    /** Always one row: the committed row of the scope, if any (id NULL when none). */
+    lookup: {
+      name: `idem_single_lookup_${suffix}`,
+      text: `${existingColumns('k')}
+  FROM (SELECT 1) one
+  LEFT JOIN ${t} k ON k.idempotency_key = $1 AND k.endpoint = $2 AND k.user_id = $3`,
+    },
+    /**
+     * The record, completed, sent with the COMMIT. Should a record of the scope exist anyway
+     * (written by something that ignores the lock), the unique violation aborts the transaction,
+     * so the COMMIT behind it rolls back: no ON CONFLICT here on purpose.
+     */
+    insertCompleted: {
+      name: `idem_single_insert_${suffix}`,
+      text: `INSERT INTO ${t} (id, idempotency_key, endpoint, user_id, request_hash, status,
+       status_code, response_headers, response_raw, response_body, transaction_id,
+       completed_at, expires_at, response_key_id, response_digest)
+VALUES ($1, $2, $3, $4, $5, 'completed', $6, $7, $8, $9::jsonb, $10, clock_timestamp(),
+        clock_timestamp() + make_interval(secs => $11), $12, $13)
+RETURNING expires_at, extract(epoch FROM expires_at - clock_timestamp())::float8 AS seconds_left`,
+    },
+  };
+}
+
+export type SingleCommitStatements = ReturnType<typeof buildSingleCommitStatements>;
