@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
-import {
-  CLEANUP_RUNS_MIN_RETENTION_SECONDS,
-  IDEMPOTENCY_DEFAULTS,
-} from '../../idempotency.defaults.js';
+import { IDEMPOTENCY_DEFAULTS } from '../../idempotency.defaults.js';
+import { runCleanup } from './postgres-cleanup.js';
 import { buildStatements, type IdempotencyStatements } from './idempotency.sql.js';
 import type { ResponseCipher } from '../response-cipher.js';
 import { StoredResponseCodec, type StoredRow } from './stored-response.codec.js';
@@ -356,45 +354,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
     return rowCount === 1;
   }
 
-  async cleanup(options: { batchSize: number; retentionSeconds: number }): Promise<CleanupResult> {
-    const lockName = `nestjs-pg-idempotency:cleanup:${this.tableName}`;
-    const client = await this.pool.connect();
-    const run = (text: string, values: unknown[]) =>
-      queryWithin(client, { text, values }, this.pool.timeoutMs);
-    let failed: Error | undefined;
-    try {
-      const { rows } = await run(this.sql.cleanupLock, [lockName]);
-      if (!rows[0]?.locked) return { ran: false, deleted: 0, batches: 0, longestBatchMs: 0 };
-      const startedAt = new Date();
-      let deleted = 0;
-      let batches = 0;
-      let longestBatchMs = 0;
-      try {
-        for (const [index, text] of this.sql.cleanupBatches.entries()) {
-          for (;;) {
-            const started = performance.now();
-            const { rowCount } = await run(text, [options.batchSize, options.retentionSeconds]);
-            longestBatchMs = Math.max(longestBatchMs, performance.now() - started);
-            batches++;
-            // Records count as deleted; replay events of those records go with them.
-            if (index < 2) deleted += rowCount ?? 0;
-            if ((rowCount ?? 0) < options.batchSize) break;
-          }
-        }
-        await run(this.sql.cleanupRun, [startedAt, deleted, batches]);
-        await run(this.sql.cleanupOldRuns, [
-          Math.max(options.retentionSeconds, CLEANUP_RUNS_MIN_RETENTION_SECONDS),
-        ]);
-      } finally {
-        await run(this.sql.cleanupUnlock, [lockName]);
-      }
-      return { ran: true, deleted, batches, longestBatchMs: Math.round(longestBatchMs) };
-    } catch (err) {
-      failed = err as Error;
-      throw err;
-    } finally {
-      // A failed connection (a hung one was ended) is not handed back for reuse.
-      client.release(failed);
-    }
+  cleanup(options: { batchSize: number; retentionSeconds: number }): Promise<CleanupResult> {
+    return runCleanup(this.pool, this.sql, this.tableName, options);
   }
 }
