@@ -48,6 +48,11 @@ function settledValue<T>(settled: PromiseSettledResult<T>): T {
   return settled.value;
 }
 
+/** What a lease records of the request that claimed it (the cipher binds stored bytes to it). */
+function claimedScope(req: ClaimRequest): NonNullable<Lease['claimed']> {
+  return { key: req.key, endpoint: req.endpoint, userId: req.userId, requestHash: req.requestHash };
+}
+
 /** Rounds of claim → conflicting row vanished / takeover lost; each round is one more statement. */
 const MAX_CLAIM_ROUNDS = 5;
 
@@ -94,12 +99,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
   async claim(req: ClaimRequest): Promise<ClaimOutcome> {
     const token = randomUUID();
     const scope = [req.key, req.endpoint, req.userId, req.requestHash];
-    const claimed = {
-      key: req.key,
-      endpoint: req.endpoint,
-      userId: req.userId,
-      requestHash: req.requestHash,
-    };
+    const claimed = claimedScope(req);
     let insert = true;
     let lockedStale: string | undefined;
     for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
@@ -136,15 +136,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
         insert = false;
         continue;
       }
-      if (!row.same_request) return { type: 'mismatch' };
-      if (row.status === 'in_progress') return { type: 'in_progress' };
-      return {
-        type: 'completed',
-        recordId: row.id,
-        expiresAt: row.expires_at as Date,
-        secondsLeft: row.seconds_left as number,
-        response: this.codec.fromRow(row, claimed),
-      };
+      return this.existing(row, claimed);
     }
     throw new Error('nestjs-pg-idempotency: claim did not settle; too much contention on one key');
   }
@@ -169,9 +161,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
         ],
         this.pool.timeoutMs,
       );
-      for (const settled of [begin, lock, lookup]) {
-        if (settled.status === 'rejected') throw settled.reason;
-      }
+      settledValue(begin);
       const row = {
         ...(settledValue(lookup).rows[0] as unknown as ExistingRow),
         locked: settledValue(lock).rows[0]?.locked === true,
@@ -200,12 +190,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
     row: ExistingRow,
     run: (config: QueryConfig) => Promise<{ rows: Record<string, unknown>[] }>,
   ): Promise<ClaimOutcome> {
-    const claimed = {
-      key: req.key,
-      endpoint: req.endpoint,
-      userId: req.userId,
-      requestHash: req.requestHash,
-    };
+    const claimed = claimedScope(req);
     if (!row.id || row.stale) {
       if (!row.locked) return { type: 'in_progress' };
       const token = randomUUID();
@@ -218,6 +203,11 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       const id = taken.rows[0]?.id as string | undefined;
       return id ? { type: 'claimed', lease: { id, token, claimed } } : { type: 'in_progress' };
     }
+    return this.existing(row, claimed);
+  }
+
+  /** What a committed, live row of the scope answers: a mismatch, in progress, or its replay. */
+  private existing(row: ExistingRow, claimed: NonNullable<Lease['claimed']>): ClaimOutcome {
     if (!row.same_request) return { type: 'mismatch' };
     if (row.status === 'in_progress') return { type: 'in_progress' };
     return {
