@@ -2,10 +2,12 @@
 export const ALL_VARIANTS = [
   'baseline',
   'raw-sql',
+  'raw-cache',
   'module',
   'module-nocache',
   'module-tx',
   'module-single',
+  'raw-single',
   'peer',
 ] as const;
 export const ALL_SCENARIOS = ['first', 'replay', 'nokey', 'undecorated', 'conflict'] as const;

@@ -83,6 +83,8 @@ export function targetRatios(summary: CellSummary[]): Ratio[] {
     ratio('module / raw-sql  replay', rps('module', 'replay'), rps('raw-sql', 'replay')),
     ratio('module / peer     replay', rps('module', 'replay'), rps('peer', 'replay')),
     ratio('module / baseline replay', rps('module', 'replay'), rps('baseline', 'replay')),
+    ratio('raw-cache / baseline replay', rps('raw-cache', 'replay'), rps('baseline', 'replay')),
+    ratio('module / raw-cache replay', rps('module', 'replay'), rps('raw-cache', 'replay')),
     ratio(
       'module-nocache / raw-sql replay',
       rps('module-nocache', 'replay'),
@@ -95,6 +97,12 @@ export function targetRatios(summary: CellSummary[]): Ratio[] {
       rps('baseline', 'first'),
     ),
     ratio('module-single / peer     first', rps('module-single', 'first'), rps('peer', 'first')),
+    ratio('raw-single / baseline first', rps('raw-single', 'first'), rps('baseline', 'first')),
+    ratio(
+      'module-single / raw-single first',
+      rps('module-single', 'first'),
+      rps('raw-single', 'first'),
+    ),
   ];
 }
 

@@ -1,97 +1,10 @@
 /**
- * The raw-SQL limit: the same design written by hand with plain pg and named prepared
- * statements. Claim with INSERT ... ON CONFLICT DO NOTHING, run the handler, complete with one
- * UPDATE; on conflict one SELECT decides between replay, 409 in progress and 422 mismatch.
- * No leases, heartbeats, header allow-lists or byte-exact capture: the floor the library is measured against.
+ * The raw-SQL floor: the design written by hand (`raw-interceptor.ts`) with plain pg, every
+ * replay read from the database: what the library is measured against.
  */
-import { createHash } from 'node:crypto';
-import {
-  type CallHandler,
-  ConflictException,
-  type ExecutionContext,
-  Module,
-  type NestInterceptor,
-  UnprocessableEntityException,
-  UseInterceptors,
-} from '@nestjs/common';
-import { catchError, from, mergeMap, type Observable } from 'rxjs';
-import type pg from 'pg';
-import { benchController, createPool, insertPayment, KEY_HEADER, serve } from './common.js';
-
-const CLAIM = {
-  name: 'raw_claim',
-  text: `INSERT INTO idempotency_keys (idempotency_key, endpoint, request_hash, locked_until)
-VALUES ($1, $2, $3, now() + interval '60 seconds')
-ON CONFLICT (idempotency_key, endpoint, user_id) DO NOTHING RETURNING id`,
-};
-const COMPLETE = {
-  name: 'raw_complete',
-  text: `UPDATE idempotency_keys SET status = 'completed', status_code = $2, response_raw = $3,
-       completed_at = now(), locked_until = NULL WHERE id = $1`,
-};
-const RELEASE = { name: 'raw_release', text: `DELETE FROM idempotency_keys WHERE id = $1` };
-const FIND = {
-  name: 'raw_find',
-  text: `SELECT status, request_hash, status_code, response_raw FROM idempotency_keys
- WHERE idempotency_key = $1 AND endpoint = $2 AND user_id = ''`,
-};
-
-interface Found {
-  status: string;
-  request_hash: string;
-  status_code: number;
-  response_raw: Buffer;
-}
-
-class RawIdempotencyInterceptor implements NestInterceptor {
-  constructor(private readonly pool: pg.Pool) {}
-
-  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const http = context.switchToHttp();
-    const req = http.getRequest();
-    const key = req.headers[KEY_HEADER];
-    if (typeof key !== 'string') return next.handle();
-    const endpoint = `${req.method} ${req.route.path}`;
-    const hash = createHash('sha256')
-      .update(JSON.stringify(req.body ?? null))
-      .digest('hex');
-    return from(this.pool.query({ ...CLAIM, values: [key, endpoint, hash] })).pipe(
-      mergeMap(({ rows }) =>
-        rows.length === 1
-          ? this.run(rows[0].id, next)
-          : from(this.replay(key, endpoint, hash, http.getResponse())),
-      ),
-    );
-  }
-
-  private run(id: string, next: CallHandler): Observable<unknown> {
-    return next.handle().pipe(
-      mergeMap(async (body) => {
-        // The route's status (every bench route is a POST answering 201).
-        const raw = Buffer.from(JSON.stringify(body));
-        await this.pool.query({ ...COMPLETE, values: [id, 201, raw] });
-        return body;
-      }),
-      catchError(async (err) => {
-        await this.pool.query({ ...RELEASE, values: [id] });
-        throw err;
-      }),
-    );
-  }
-
-  private async replay(key: string, endpoint: string, hash: string, res: any): Promise<unknown> {
-    const { rows } = await this.pool.query<Found>({ ...FIND, values: [key, endpoint] });
-    const row = rows[0];
-    if (row && row.request_hash !== hash)
-      throw new UnprocessableEntityException('key reused with another request');
-    if (!row || row.status !== 'completed') {
-      res.setHeader('Retry-After', '1');
-      throw new ConflictException('request in progress');
-    }
-    res.setHeader('Idempotent-Replayed', 'true');
-    return JSON.parse(row.response_raw.toString('utf8'));
-  }
-}
+import { Module, UseInterceptors } from '@nestjs/common';
+import { benchController, createPool, insertPayment, serve } from './common.js';
+import { RawIdempotencyInterceptor } from './raw-interceptor.js';
 
 const pool = createPool();
 const interceptor = new RawIdempotencyInterceptor(pool);
