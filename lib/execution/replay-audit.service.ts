@@ -10,8 +10,12 @@ import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../idempotency-internal.constants.
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import type { IdempotencyStore, ReplayEvent } from '../store/idempotency-store.interface.js';
 
-/** Buffered rows are written at once past this many, without waiting for the timer. */
-const EAGER_FLUSH_AT = 1_000;
+/**
+ * Buffered rows are written at once past half the bound (never below this many), without waiting
+ * for the timer: a burst of replays over many records is written in a few large statements, and
+ * replays of one record within an interval stay one row.
+ */
+const MIN_EAGER_FLUSH_AT = 1_000;
 const DAY_MS = 86_400_000;
 
 /** What the audit holds and has given up on, for monitoring. */
@@ -64,11 +68,14 @@ export class ReplayAuditService implements OnModuleInit, BeforeApplicationShutdo
   private dropped = 0;
   private droppedUnreported = 0;
   private lost = 0;
+  private readonly eagerFlushAt: number;
 
   constructor(
     @Inject(IDEMPOTENCY_RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     @Inject(IDEMPOTENCY_STORE) private readonly store: IdempotencyStore,
-  ) {}
+  ) {
+    this.eagerFlushAt = Math.max(MIN_EAGER_FLUSH_AT, options.replayAuditMaxBuffered / 2);
+  }
 
   onModuleInit(): void {
     if (this.options.replayAudit === 'off') return;
@@ -108,7 +115,7 @@ export class ReplayAuditService implements OnModuleInit, BeforeApplicationShutdo
     if (tally !== undefined) this.closed.push(tally);
     this.tallies.set(recordId, { recordId, expiresAt, count: 1, first: now, last: now, day });
     this.buffered++;
-    if (this.rows >= EAGER_FLUSH_AT && !this.writing) void this.flush();
+    if (this.rows >= this.eagerFlushAt && !this.writing) void this.flush();
   }
 
   /** Writes what is buffered; resolves when it is in the database (or logged as lost). */

@@ -167,7 +167,8 @@ export interface IdempotencyModuleOptions {
   replayAuditFlushMs?: number;
   /**
    * Most records whose replays are held in memory waiting to be written (buffered plus the batch
-   * being written; more replays of a record already held cost nothing). While PostgreSQL is slow
+   * being written; more replays of a record already held cost nothing). Once half of them wait
+   * (at least 1 000), they are written without waiting for the interval. While PostgreSQL is slow
    * or unreachable, replays of further records are dropped and counted, with one warning per
    * flush interval saying how many.
    * @default 10000

@@ -79,4 +79,19 @@ describe('ReplayAuditService', () => {
       ['b', 1],
     ]);
   });
+
+  it('writes early only once half the bound of records is waiting (never below 1 000)', () => {
+    const { store, service } = audit();
+    const write = jest.spyOn(store, 'recordReplays');
+    for (let i = 0; i < 4_999; i++) service.record(`r${i}`, EXPIRES);
+    expect(write).not.toHaveBeenCalled();
+    service.record('r4999', EXPIRES);
+    expect(write).toHaveBeenCalledTimes(1);
+    expect(write.mock.calls[0][0]).toHaveLength(5_000);
+
+    const small = audit(1_500);
+    const early = jest.spyOn(small.store, 'recordReplays');
+    for (let i = 0; i < 1_000; i++) small.service.record(`r${i}`, EXPIRES);
+    expect(early).toHaveBeenCalledTimes(1);
+  });
 });
