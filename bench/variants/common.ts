@@ -130,3 +130,11 @@ export async function libraryDataSource(): Promise<{ dataSource: DataSource; poo
   await dataSource.initialize();
   return { dataSource, pool: (dataSource.driver as unknown as { master: pg.Pool }).master };
 }
+
+/** Module defaults unless a run asks otherwise (`BENCH_REPLAY_AUDIT=off`, `BENCH_REPLAY_CACHE=off`), to measure what each costs. */
+export function optionsFromEnv(): { replayAudit?: 'off'; replayCache?: false } {
+  return {
+    ...(process.env.BENCH_REPLAY_AUDIT === 'off' && { replayAudit: 'off' as const }),
+    ...(process.env.BENCH_REPLAY_CACHE === 'off' && { replayCache: false as const }),
+  };
+}

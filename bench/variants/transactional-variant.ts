@@ -16,6 +16,7 @@ import {
   benchController,
   insertPayment,
   libraryDataSource,
+  optionsFromEnv,
   type Queryable,
   serve,
 } from './common.js';
@@ -45,7 +46,7 @@ export async function serveTransactionalVariant(
   }
 
   @Module({
-    imports: [IdempotencyModule.forRoot({ dataSource })],
+    imports: [IdempotencyModule.forRoot({ dataSource, ...optionsFromEnv() })],
     controllers: [benchController(insert, () => Idempotent(options))],
   })
   class TransactionalVariant {}
