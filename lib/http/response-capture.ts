@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { HoldHooks, WireResponse } from '../execution/handler-outcome.js';
 
 import { BODY_HEADERS, headersArg, patch, type Patched } from './response-patch.js';
@@ -99,12 +99,7 @@ export function holdResponse(
             if (heldHead) mergeHead(res, heldHead);
             return replace(replacement);
           }
-          // Undo whatever a later writer changed while the first response was held.
-          for (const name of res.getHeaderNames()) res.removeHeader(name);
-          for (const [name, value] of Object.entries(snapshot.headers)) {
-            if (value !== undefined) res.setHeader(name, value);
-          }
-          res.statusCode = snapshot.status;
+          restoreSnapshot(res, snapshot);
           release();
           return pass('end', args);
         })
@@ -112,6 +107,24 @@ export function holdResponse(
       return res;
     },
   });
+}
+
+/**
+ * Undoes whatever a later writer changed while the first response was held. Only what differs is
+ * touched: removing a header deletes a property of the response's header map, which slows every
+ * later header access on it.
+ */
+function restoreSnapshot(
+  res: ServerResponse,
+  snapshot: { status: number; headers: OutgoingHttpHeaders },
+): void {
+  const now = res.getHeaders();
+  for (const name in now) if (!(name in snapshot.headers)) res.removeHeader(name);
+  for (const name in snapshot.headers) {
+    const value = snapshot.headers[name];
+    if (value !== undefined && now[name] !== value) res.setHeader(name, value);
+  }
+  res.statusCode = snapshot.status;
 }
 
 function mergeHead(res: ServerResponse, head: unknown[]): void {
@@ -128,7 +141,8 @@ function capture(
   endArgs: unknown[],
 ): WireResponse {
   const { chunk, encoding } = splitEnd(endArgs);
-  const all = { ...res.getHeaders() };
+  // getHeaders() returns a fresh object: no copy needed to add writeHead's headers to it.
+  const all = res.getHeaders();
   for (const [name, value] of Object.entries(headersArg(heldHead ?? []) ?? {})) {
     all[name.toLowerCase()] = value;
   }
