@@ -1,0 +1,133 @@
+/**
+ * `npm run bench:instructions`: user-space instructions per request of each variant's server,
+ * counted by callgrind. Unlike req/s on a shared 2-core box, the count repeats within ~1% run to
+ * run, so it shows what the library's own code costs next to a hand-written floor. It leaves out
+ * the kernel (socket syscalls), PostgreSQL and the load generator: compare it with `npm run bench`,
+ * not instead of it. Needs valgrind.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { ALL_VARIANTS, type VariantName } from './config.js';
+import { BenchDatabase } from './database.js';
+
+const args = new Map<string, string>();
+for (let i = 2; i < process.argv.length; i += 2)
+  args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
+const variants = (args.get('variants') ?? 'raw-single,module-single').split(',') as VariantName[];
+for (const v of variants) if (!ALL_VARIANTS.includes(v)) throw new Error(`Unknown variant ${v}`);
+const scenario = args.get('scenario') ?? 'first';
+if (scenario !== 'first' && scenario !== 'replay') throw new Error('--scenario first|replay');
+const requests = Number(args.get('requests') ?? 400);
+const warmup = Number(args.get('warmup') ?? 3000);
+
+/** Replay keys are the variant's own: the variants share one database, and a key must not meet another's record. */
+function load(url: string, amount: number, variant: VariantName): Promise<autocannon.Result> {
+  let next = 0;
+  const replayKeys = Array.from({ length: 1000 }, (_, i) => `instr-${variant}-${i}`);
+  const key = () => (scenario === 'first' ? randomUUID() : replayKeys[next++ % replayKeys.length]);
+  return new Promise((resolve, reject) =>
+    autocannon(
+      {
+        url: `${url}/payments`,
+        method: 'POST',
+        connections: 8,
+        amount,
+        timeout: 60,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ amount: 100 }),
+        requests: [
+          {
+            setupRequest: (req) => ({
+              ...req,
+              headers: { ...req.headers, 'idempotency-key': key() },
+            }),
+          },
+        ],
+      },
+      (err, result) => (err ? reject(err) : resolve(result)),
+    ),
+  );
+}
+
+/** Instructions per request of `variant`, counted over `requests` after `warmup` uninstrumented. */
+async function count(variant: VariantName, db: BenchDatabase, dir: string): Promise<number> {
+  const out = path.join(dir, `${variant}.out`);
+  const file = fileURLToPath(new URL(`./variants/${variant}.js`, import.meta.url));
+  const child = spawn(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      '--smc-check=all-non-file',
+      '--instr-atstart=no',
+      `--callgrind-out-file=${out}`,
+      process.execPath,
+      file,
+    ],
+    {
+      env: {
+        ...process.env,
+        DATABASE_URL: db.url,
+        BENCH_POOL_SIZE: '10',
+        REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
+        BENCH_REDIS_PREFIX: `${db.name}-peer`,
+      },
+      stdio: ['ignore', 'inherit', 'ignore', 'ipc'],
+    },
+  );
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      child.on('message', (msg: { type?: string; port?: number }) => {
+        if (msg?.type === 'ready' && msg.port) resolve(msg.port);
+      });
+      child.once('exit', (code) => reject(new Error(`${variant} exited during start (${code})`)));
+    });
+    const url = `http://127.0.0.1:${port}`;
+    await load(url, warmup, variant);
+    const control = (...flags: string[]) =>
+      execFileSync('callgrind_control', [...flags, String(child.pid)], { stdio: 'ignore' });
+    control('-i', 'on');
+    const result = await load(url, requests, variant);
+    control('-i', 'off');
+    control('-d');
+    if (result['2xx'] !== requests)
+      throw new Error(`${variant}: ${result.non2xx} of ${requests} answers were not 2xx`);
+    const dumps = (await readdir(dir)).filter((f) => f.startsWith(`${variant}.out.`));
+    const text = await readFile(path.join(dir, dumps.sort().at(-1) as string), 'utf8');
+    const totals = /^totals: (\d+)/m.exec(text);
+    if (!totals) throw new Error(`${variant}: no totals in the callgrind dump`);
+    return Number(totals[1]) / requests;
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((resolve) =>
+      child.exitCode === null ? child.once('exit', resolve) : resolve(null),
+    );
+  }
+}
+
+const db = await BenchDatabase.create(
+  process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+);
+const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-instructions-'));
+try {
+  console.log(
+    `callgrind: ${scenario}, ${warmup} warm-up + ${requests} counted requests per variant`,
+  );
+  const counts: [VariantName, number][] = [];
+  for (const variant of variants) {
+    const perRequest = await count(variant, db, dir);
+    counts.push([variant, perRequest]);
+    const ratio =
+      counts.length > 1 ? `  ×${(perRequest / counts[0][1]).toFixed(2)} ${counts[0][0]}` : '';
+    console.log(
+      `${variant.padEnd(15)} ${(perRequest / 1e6).toFixed(2)} M instructions/request${ratio}`,
+    );
+  }
+} finally {
+  await rm(dir, { recursive: true, force: true });
+  await db.drop();
+}
