@@ -219,18 +219,9 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
     };
   }
 
-  private insertValues(
-    lease: Lease,
-    c: Completion,
-    kept: ReturnType<StoredResponseCodec['toColumns']>,
-  ) {
-    const scope = lease.claimed as NonNullable<Lease['claimed']>;
+  /** The response's bind values, in the order both the completion UPDATE and the single-commit INSERT take them. */
+  private responseValues(c: Completion, kept: ReturnType<StoredResponseCodec['toColumns']>) {
     return [
-      lease.id,
-      scope.key,
-      scope.endpoint,
-      scope.userId,
-      scope.requestHash,
       c.statusCode,
       kept.headers,
       kept.raw,
@@ -248,26 +239,25 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
     transaction?: Transaction,
   ): Promise<CompletedRecord | null> {
     const kept = this.codec.toColumns(lease, c);
-    const values = [
-      lease.id,
-      lease.token,
-      c.statusCode,
-      kept.headers,
-      kept.raw,
-      kept.json,
-      c.transactionId,
-      c.ttlSeconds,
-      kept.keyId,
-      kept.digest,
-    ];
     const single = transaction && this.inserting.get(lease);
     // Single-commit: the record is inserted and the transaction committed in one round trip.
+    const scope = lease.claimed as NonNullable<Lease['claimed']>;
     const result = single
       ? await single.commitWith({
           ...this.single.insertCompleted,
-          values: this.insertValues(lease, c, kept),
+          values: [
+            lease.id,
+            scope.key,
+            scope.endpoint,
+            scope.userId,
+            scope.requestHash,
+            ...this.responseValues(c, kept),
+          ],
         })
-      : await this.on(transaction, { ...this.sql.complete, values });
+      : await this.on(transaction, {
+          ...this.sql.complete,
+          values: [lease.id, lease.token, ...this.responseValues(c, kept)],
+        });
     const row = result?.rows[0] as { expires_at: Date; seconds_left: number } | undefined;
     return row ? { expiresAt: row.expires_at, secondsLeft: row.seconds_left } : null;
   }
