@@ -8,6 +8,7 @@ import { Idempotent, IdempotencyModule } from '../../lib/index.js';
 import { idempotencyMigrations, idempotencySchema } from '../../migrations/index.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 import { send } from '../fixtures/http-client.js';
+import { listenApp } from '../fixtures/listen.js';
 import { TcpProxy } from '../fixtures/tcp-proxy.js';
 
 let runs = 0;
@@ -19,12 +20,6 @@ class TransfersController {
     runs++;
     return { transfer: `tr_${runs}`, amount: body.amount };
   }
-}
-
-async function listen(module: object) {
-  const app = await NestFactory.create(module as never, { logger: false });
-  await app.listen(0, '127.0.0.1');
-  return { app, url: `http://127.0.0.1:${app.getHttpServer().address().port}` };
 }
 
 describe('module configuration', () => {
@@ -58,7 +53,7 @@ describe('module configuration', () => {
       controllers: [TransfersController],
     })
     class AppModule {}
-    const { app, url } = await listen(AppModule);
+    const { app, url } = await listenApp(AppModule);
     close = () => app.close();
     const k = randomUUID();
     const first = await send(url, '/transfers', { key: k, body: { amount: 1 } });
@@ -77,7 +72,7 @@ describe('module configuration', () => {
     class TransfersModule {}
     @Module({ imports: [TransfersModule] })
     class AppModule {}
-    const { app, url } = await listen(AppModule);
+    const { app, url } = await listenApp(AppModule);
     close = () => app.close();
     const k = randomUUID();
     const first = await send(url, '/transfers', { key: k, body: { amount: 1 } });
@@ -110,7 +105,7 @@ describe('module configuration', () => {
       controllers: [TransfersController],
     })
     class AppModule {}
-    const { app, url } = await listen(AppModule);
+    const { app, url } = await listenApp(AppModule);
     close = () => app.close();
     expect(dataSource.isInitialized).toBe(true);
     const k = randomUUID();
@@ -148,7 +143,7 @@ describe('module configuration', () => {
       controllers: [TransfersController],
     })
     class AppModule {}
-    const { app, url } = await listen(AppModule);
+    const { app, url } = await listenApp(AppModule);
     close = async () => {
       await app.close();
       // The module opened this DataSource, so closing the app closed it.

@@ -2,12 +2,11 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, jest } from '@je
 import { randomUUID } from 'node:crypto';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send } from '../fixtures/http-client.js';
+import { listenApp } from '../fixtures/listen.js';
 import { startFixtureApp, type FixtureApp } from '../fixtures/payments.fixture.js';
 import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../../lib/idempotency-internal.constants.js';
 import { IdempotencyInterceptor } from '../../lib/http/idempotency.interceptor.js';
 import { Controller, Module, Post } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { ExpressAdapter } from '@nestjs/platform-express';
 import type { DataSource } from 'typeorm';
 import {
   Idempotent,
@@ -39,12 +38,7 @@ async function startSingleCommitApp(dataSource: DataSource) {
     controllers: [SingleCommitController],
   })
   class SingleCommitModule {}
-  const app = await NestFactory.create(SingleCommitModule, new ExpressAdapter(), { logger: false });
-  await app.listen(0, '127.0.0.1');
-  return {
-    url: `http://127.0.0.1:${app.getHttpServer().address().port}`,
-    close: () => app.close(),
-  };
+  return listenApp(SingleCommitModule);
 }
 
 /**

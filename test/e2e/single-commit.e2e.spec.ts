@@ -12,9 +12,6 @@ import {
   StreamableFile,
   UseInterceptors,
 } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { FastifyAdapter } from '@nestjs/platform-fastify';
-import { ExpressAdapter } from '@nestjs/platform-express';
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { catchError, throwError, timeout, TimeoutError } from 'rxjs';
@@ -28,6 +25,7 @@ import {
 } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send } from '../fixtures/http-client.js';
+import { listenApp } from '../fixtures/listen.js';
 import type { Platform } from '../fixtures/payments.fixture.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -150,11 +148,7 @@ describe.each<Platform>(['express', 'fastify'])('single-commit mode on %s', (pla
       controllers: [singleController(db.dataSource)],
     })
     class AppModule {}
-    const adapter = platform === 'fastify' ? new FastifyAdapter() : new ExpressAdapter();
-    const app = await NestFactory.create(AppModule, adapter as never, { logger: false });
-    await app.listen(0, '127.0.0.1');
-    url = `http://127.0.0.1:${app.getHttpServer().address().port}`;
-    close = () => app.close();
+    ({ url, close } = await listenApp(AppModule, platform));
   });
   afterAll(async () => {
     await close?.();

@@ -7,9 +7,6 @@ import {
   StreamableFile,
   type INestApplication,
 } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { ExpressAdapter } from '@nestjs/platform-express';
-import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { DataSource } from 'typeorm';
@@ -21,6 +18,7 @@ import {
   type IdempotencyModuleOptions,
 } from '../../lib/index.js';
 import { send } from '../fixtures/http-client.js';
+import { listenApp } from '../fixtures/listen.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { Executions, type Platform } from '../fixtures/payments.fixture.js';
 
@@ -103,12 +101,7 @@ async function startApp(
     controllers: [edgesController(exec)],
   })
   class EdgesModule {}
-  const adapter = platform === 'fastify' ? new FastifyAdapter() : new ExpressAdapter();
-  const app: INestApplication = await NestFactory.create(EdgesModule, adapter as never, {
-    logger: false,
-  });
-  await app.listen(0, '127.0.0.1');
-  return { app, url: `http://127.0.0.1:${app.getHttpServer().address().port}` };
+  return listenApp(EdgesModule, platform);
 }
 
 async function createEdgesDatabase(prefix: string): Promise<MigratedDatabase> {

@@ -1,8 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Body, Controller, HttpException, Module, Post } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { FastifyAdapter } from '@nestjs/platform-fastify';
-import { ExpressAdapter } from '@nestjs/platform-express';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import {
@@ -13,6 +10,7 @@ import {
 } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send } from '../fixtures/http-client.js';
+import { listenApp } from '../fixtures/listen.js';
 import type { Platform } from '../fixtures/payments.fixture.js';
 
 interface ChargeBody {
@@ -82,11 +80,7 @@ describe.each<Platform>(['express', 'fastify'])('transactional mode on %s', (pla
       controllers: [ledgerController(db.dataSource)],
     })
     class AppModule {}
-    const adapter = platform === 'fastify' ? new FastifyAdapter() : new ExpressAdapter();
-    const app = await NestFactory.create(AppModule, adapter as never, { logger: false });
-    await app.listen(0, '127.0.0.1');
-    url = `http://127.0.0.1:${app.getHttpServer().address().port}`;
-    close = () => app.close();
+    ({ url, close } = await listenApp(AppModule, platform));
   });
   afterAll(async () => {
     await close?.();

@@ -7,7 +7,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Body, Controller, Module, Post } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import {
@@ -19,6 +18,7 @@ import {
 import { ReplayAuditService } from '../../lib/execution/replay-audit.service.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send } from '../fixtures/http-client.js';
+import { listenApp } from '../fixtures/listen.js';
 import { LogCapture } from '../fixtures/log-capture.js';
 import { startFixtureApp, type FixtureApp, type Platform } from '../fixtures/payments.fixture.js';
 import { TcpProxy } from '../fixtures/tcp-proxy.js';
@@ -224,10 +224,7 @@ describe.each([true, 'single'] as const)(
         controllers: [LedgerController],
       })
       class AppModule {}
-      const app = await NestFactory.create(AppModule, { logger: false });
-      await app.listen(0, '127.0.0.1');
-      url = `http://127.0.0.1:${app.getHttpServer().address().port}`;
-      close = () => app.close();
+      ({ url, close } = await listenApp(AppModule));
     }, 30_000);
     afterAll(async () => {
       proxy?.resume();

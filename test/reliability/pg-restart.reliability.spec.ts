@@ -17,6 +17,19 @@ import {
 import { withAdminClient } from '../harness/test-database.js';
 import { runPool, shuffled, sleep, tally } from './support.js';
 
+/** Terminates the backends on `database` (only `applicationName`'s when given), idle or busy. */
+function terminateBackends(database: string, applicationName?: string): Promise<number> {
+  return withAdminClient(async (admin) => {
+    const { rows } = await admin.query(
+      `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))::int AS n
+         FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()
+          AND ($2::text IS NULL OR application_name = $2)`,
+      [database, applicationName ?? null],
+    );
+    return rows[0].n as number;
+  });
+}
+
 const KEYS = 60;
 const REQUESTS_PER_KEY = 5;
 const CONCURRENCY = 16;
@@ -51,15 +64,7 @@ describe('PostgreSQL restart (pg_terminate_backend) during a stream of keyed req
   }, 30_000);
 
   /** Like a restart: every backend on the app's database goes, idle or busy. */
-  const terminateAll = () =>
-    withAdminClient(async (admin) => {
-      const { rows } = await admin.query(
-        `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))::int AS n
-           FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`,
-        [db.name],
-      );
-      return rows[0].n as number;
-    });
+  const terminateAll = () => terminateBackends(db.name);
 
   const call = async (key: string): Promise<Outcome> => {
     let res: RawResponse;
@@ -212,16 +217,7 @@ describe('PostgreSQL restart during a stream of keyed requests (single-commit)',
     await db?.drop();
   }, 30_000);
 
-  const terminateAll = () =>
-    withAdminClient(async (admin) => {
-      const { rows } = await admin.query(
-        `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))::int AS n
-           FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()
-            AND application_name = 'reliability-pg-restart-app'`,
-        [db.name],
-      );
-      return rows[0].n as number;
-    });
+  const terminateAll = () => terminateBackends(db.name, 'reliability-pg-restart-app');
 
   const call = async (key: string): Promise<Outcome> => {
     const res = await send(f.url, '/single/slow', { key, body: { ms: HANDLER_MS, key } });
