@@ -101,8 +101,9 @@ export class ReplayAuditService implements OnModuleInit, BeforeApplicationShutdo
   record(recordId: string, expiresAt: Date): void {
     if (this.options.replayAudit === 'off') return;
     const now = performance.now();
-    // The wall clock only picks the UTC day a row belongs to (the stamps come from the database);
-    // a clock that is off moves the split between two rows, never a stamp.
+    // The wall clock only splits rows at the app's UTC midnight (the stamps come from the
+    // database): an app clock that is off moves that split, so one flush interval of a record's
+    // replays may land in the database's next day; it never moves a stamp.
     const day = Math.floor(Date.now() / DAY_MS);
     const tally = this.tallies.get(recordId);
     if (tally !== undefined && tally.day === day) {

@@ -30,9 +30,12 @@ describe('wall clock jumps in one of two app instances', () => {
   afterEach(async () => killChildApps(), 30_000);
   afterAll(async () => db?.drop(), 30_000);
 
-  const pair = (o: { handlerMs?: number; leaseSeconds?: number; env?: Record<string, string> }) =>
+  const start = (
+    names: string[],
+    o: { handlerMs?: number; leaseSeconds?: number; env?: Record<string, string> },
+  ) =>
     Promise.all(
-      ['a', 'b'].map((instance) =>
+      names.map((instance) =>
         startChildApp({ script, databaseUrl: db.url, instance, clockShift: true, ...o }),
       ),
     );
@@ -44,7 +47,7 @@ describe('wall clock jumps in one of two app instances', () => {
     )) as { instance: string }[];
 
   it('a forward jump during a handler longer than the lease: it keeps renewing, the other instance never runs the key', async () => {
-    const [a, b] = await pair({ handlerMs: 6_000, leaseSeconds: 3 });
+    const [a, b] = await start(['a', 'b'], { handlerMs: 6_000, leaseSeconds: 3 });
     const key = randomUUID();
     let done: RawResponse | undefined;
     const first = charge(a, key).then((res) => (done = res));
@@ -66,7 +69,7 @@ describe('wall clock jumps in one of two app instances', () => {
   }, 60_000);
 
   it('a backward jump: the replay cache never outlives the record, the new execution replays', async () => {
-    const [a, b] = await pair({ env: { TTL_SECONDS: '3' } });
+    const [a, b] = await start(['a', 'b'], { env: { TTL_SECONDS: '3' } });
     const key = randomUUID();
     const original = await charge(a, key);
     expect(original.status).toBe(201);
@@ -88,7 +91,7 @@ describe('wall clock jumps in one of two app instances', () => {
   it.each([HOUR_MS, -HOUR_MS])(
     'replay audit stamps come from the database, with the app clock moved by %d ms',
     async (shiftMs) => {
-      const [a] = await pair({ env: { REPLAY_AUDIT_FLUSH_MS: '100' } });
+      const [a] = await start(['a'], { env: { REPLAY_AUDIT_FLUSH_MS: '100' } });
       const key = randomUUID();
       expect((await charge(a, key)).status).toBe(201);
       await a.shiftClock(shiftMs);
@@ -110,7 +113,7 @@ describe('wall clock jumps in one of two app instances', () => {
       );
       const within = (t: Date) => ({
         t: t.toISOString(),
-        ok: t.getTime() >= before.getTime() - 1 && t.getTime() <= after.getTime() + 1_000,
+        ok: t.getTime() >= before.getTime() - 1 && t.getTime() <= after.getTime() + 5_000,
       });
       expect(row.replay_count).toBe(2);
       for (const t of [row.first_replayed_at, row.replayed_at, row.last_replayed_at]) {
