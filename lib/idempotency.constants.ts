@@ -18,5 +18,6 @@ export const ProblemCode = {
   BodyUnreadable: 'idempotency_body_unreadable',
   UserInvalid: 'idempotency_user_invalid',
   Misconfigured: 'idempotency_misconfigured',
+  NothingToReplay: 'idempotency_nothing_to_replay',
 } as const;
 export type ProblemCode = (typeof ProblemCode)[keyof typeof ProblemCode];

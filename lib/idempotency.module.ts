@@ -19,6 +19,7 @@ import { ReplayAuditService } from './execution/replay-audit.service.js';
 import { ReplayCache } from './execution/replay-cache.js';
 import { SchemaCheckService } from './store/postgres/schema-check.service.js';
 import { TransactionalRoutesCheck } from './store/transactional-routes.check.js';
+import { SseRoutesCheck } from './http/sse-routes.check.js';
 
 const initializedHere = new WeakSet<DataSource>();
 
@@ -54,6 +55,7 @@ const initializedHere = new WeakSet<DataSource>();
     },
     SchemaCheckService,
     TransactionalRoutesCheck,
+    SseRoutesCheck,
     IdempotencyCleanupService,
     ReplayAuditService,
     {

@@ -13,6 +13,7 @@ const TITLES: Record<ProblemCode, string> = {
   [ProblemCode.BodyUnreadable]: 'Request body cannot be fingerprinted',
   [ProblemCode.UserInvalid]: 'Invalid user id for the idempotency scope',
   [ProblemCode.Misconfigured]: 'Idempotency is misconfigured on this route',
+  [ProblemCode.NothingToReplay]: 'Nothing to replay for this idempotency key',
 };
 
 /** The default `detail` of each problem; a call may give a more specific one. */
@@ -33,6 +34,8 @@ const DETAILS: Record<ProblemCode, string> = {
     'The authenticated user id cannot scope an idempotency key: at most 255 characters, no control characters',
   [ProblemCode.Misconfigured]:
     'The request was not processed because the server could not tell who or what it is for idempotency; the error is logged',
+  [ProblemCode.NothingToReplay]:
+    'A HEAD request only replays the headers of the GET already made with this key; no GET was made with it, and HEAD never runs the operation',
 };
 
 /** The `detail` of `idempotency_response_not_replayable`, by why the body was not kept. */

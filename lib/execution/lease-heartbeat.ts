@@ -19,10 +19,11 @@ export class LeaseHeartbeat {
   ) {}
 
   start(): void {
-    const stopAt = Date.now() + this.options.maxHoldSeconds * 1000;
+    // Monotonic: a wall clock stepped forward must not end the renewals of a running handler.
+    const stopAt = performance.now() + this.options.maxHoldSeconds * 1000;
     this.timer = setInterval(
       () => {
-        if (Date.now() >= stopAt) {
+        if (performance.now() >= stopAt) {
           this.logger.warn?.(
             `${this.describe()} held its claim for maxHoldSeconds; no longer renewing its lease`,
           );

@@ -35,16 +35,18 @@ interface Tally {
   recordId: string;
   expiresAt: Date;
   count: number;
+  /** `performance.now()` of the first and the last replay. */
   first: number;
   last: number;
   day: number;
 }
 
-const toEvent = (t: Tally): ReplayEvent => ({
+/** Durations, not app moments: the store stamps them with the database's clock. */
+const toEvent = (t: Tally, now: number): ReplayEvent => ({
   recordId: t.recordId,
   count: t.count,
-  firstReplayedAt: new Date(t.first),
-  replayedAt: new Date(t.last),
+  firstReplayedMsAgo: now - t.first,
+  replayedMsAgo: now - t.last,
   expiresAt: t.expiresAt,
 });
 
@@ -98,8 +100,11 @@ export class ReplayAuditService implements OnModuleInit, BeforeApplicationShutdo
 
   record(recordId: string, expiresAt: Date): void {
     if (this.options.replayAudit === 'off') return;
-    const now = Date.now();
-    const day = Math.floor(now / DAY_MS);
+    const now = performance.now();
+    // The wall clock only splits rows at the app's UTC midnight (the stamps come from the
+    // database): an app clock that is off moves that split, so one flush interval of a record's
+    // replays may land in the database's next day; it never moves a stamp.
+    const day = Math.floor(Date.now() / DAY_MS);
     const tally = this.tallies.get(recordId);
     if (tally !== undefined && tally.day === day) {
       tally.count++;
@@ -122,7 +127,8 @@ export class ReplayAuditService implements OnModuleInit, BeforeApplicationShutdo
   async flush(): Promise<void> {
     while (this.writing) await this.writing;
     if (this.buffered === 0) return;
-    const batch = [...this.closed, ...this.tallies.values()].map(toEvent);
+    const now = performance.now();
+    const batch = [...this.closed, ...this.tallies.values()].map((t) => toEvent(t, now));
     const replays = this.buffered;
     this.tallies = new Map();
     this.closed = [];

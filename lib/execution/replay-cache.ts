@@ -5,7 +5,10 @@ interface Entry {
   recordId: string;
   expiresAt: Date;
   response: StoredResponse;
-  /** Local clock deadline: before the record's expiry as measured by the database, never after. */
+  /**
+   * `performance.now()` deadline: before the record's expiry as measured by the database, never
+   * after. Monotonic, so a wall clock stepped back cannot keep an entry past its record.
+   */
   deadline: number;
   bytes: number;
 }
@@ -37,7 +40,7 @@ export class ReplayCache {
     if (!this.limits) return undefined;
     const entry = this.entries.get(scopeKey);
     if (!entry) return undefined;
-    if (entry.deadline <= Date.now()) {
+    if (entry.deadline <= performance.now()) {
       this.delete(scopeKey, entry);
       return undefined;
     }
@@ -61,7 +64,7 @@ export class ReplayCache {
     if (lifeMs <= 0) return;
     const old = this.entries.get(scopeKey);
     if (old) this.delete(scopeKey, old);
-    this.entries.set(scopeKey, { ...value, deadline: Date.now() + lifeMs, bytes });
+    this.entries.set(scopeKey, { ...value, deadline: performance.now() + lifeMs, bytes });
     this.bytes += bytes;
     for (const [k, e] of this.entries) {
       if (this.entries.size <= limits.maxEntries && this.bytes <= limits.maxBytes) break;

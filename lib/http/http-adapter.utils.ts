@@ -14,10 +14,10 @@ export function rawHeaders(req: IdempotencyRequest): string[] {
 }
 
 /** `METHOD /route/:pattern`, the default scope name of a route. */
-export function routeEndpoint(req: IdempotencyRequest): string {
+export function routeEndpoint(req: IdempotencyRequest, method: string = req.method): string {
   const pattern: string =
     req.route?.path ?? req.routeOptions?.url ?? String(req.originalUrl ?? req.url).split('?')[0];
-  return `${req.method} ${pattern}`;
+  return `${method} ${pattern}`;
 }
 
 /** Sets a header through the platform, so Fastify does not overwrite it from its own list. */

@@ -33,6 +33,7 @@ import type {
   StoredResponse,
 } from '../store/idempotency-store.interface.js';
 import { RequestScope } from './request-scope.js';
+import { replayOnly, scopeMethod } from './head-requests.js';
 import { ReplayAuditService } from '../execution/replay-audit.service.js';
 import { ReplayCache } from '../execution/replay-cache.js';
 import { ValueIdempotency } from '../transports/value-idempotency.js';
@@ -92,7 +93,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
       if (!route.required) return next.handle();
       throw this.refusals.problem(res, 400, ProblemCode.KeyMissing);
     }
-    const endpoint = route.endpoint ?? routeEndpoint(req);
+    const method = scopeMethod(context, req);
+    const endpoint = route.endpoint ?? routeEndpoint(req, method);
     const userId = this.refusals.refusing(res, () => this.requests.userId(req, endpoint));
     const selected = this.options.fingerprint(req);
     if (selected === undefined && hasBody(req)) {
@@ -100,7 +102,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       throw this.refusals.problem(res, 415, ProblemCode.BodyUnreadable);
     }
     const hash = this.refusals.refusing(res, () =>
-      this.requests.fingerprint(req, endpoint, selected),
+      this.requests.fingerprint(req, endpoint, selected, method),
     );
     const scope = { key, endpoint, userId };
     if (typeof hash === 'string') {
@@ -111,7 +113,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
       // Awaited once the call is subscribed; not an unhandled rejection before that.
       hash.catch(() => undefined);
     }
-    return afterDecision(() => this.claimAndRoute(route, req, res, scope, hash, next));
+    const onlyReplay = replayOnly(req, method);
+    return afterDecision(() => this.claimAndRoute(route, req, res, scope, hash, next, onlyReplay));
   }
 
   private async claimAndRoute(
@@ -121,6 +124,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     scope: IdempotencyScope,
     hash: string | Promise<string>,
     next: CallHandler,
+    onlyReplay: boolean,
   ): Promise<RoutedCall> {
     const requestHash = typeof hash === 'string' ? hash : await hash;
     const decision = await this.coordinator.decide({ scope, requestHash, route });
@@ -131,6 +135,10 @@ export class IdempotencyInterceptor implements NestInterceptor {
         throw this.refusals.reject(res, decision.code);
       case 'execute': {
         const { execution } = decision;
+        if (onlyReplay) {
+          await execution.cancel();
+          throw this.refusals.problem(res, 404, ProblemCode.NothingToReplay);
+        }
         const raw = rawResponse(res);
         const hold: OutcomeCapture = (handled, hooks) => {
           holdResponse(raw, this.options.replayHeaders, hooks);

@@ -23,7 +23,7 @@ export function setProblemHeadersOnRender(
     end(...args: unknown[]) {
       restore();
       const status = typeof head?.[0] === 'number' ? head[0] : res.statusCode;
-      if (status === problem.getStatus() && isProblem(args[0], type)) {
+      if (status === problem.getStatus() && (isProblem(args[0], type) || bodiless(res, args[0]))) {
         const given = head?.find((a): a is OutgoingHttpHeaders => isHeaders(a));
         for (const name of Object.keys(given ?? {})) {
           if (name.toLowerCase() in headers) delete given![name];
@@ -43,6 +43,11 @@ function isProblem(chunk: unknown, type: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** A HEAD answer: the platform sends no body to recognize, only the headers of the one it built. */
+function bodiless(res: ServerResponse, chunk: unknown): boolean {
+  return res.req?.method === 'HEAD' && (chunk == null || typeof chunk === 'function');
 }
 
 function isHeaders(value: unknown): boolean {

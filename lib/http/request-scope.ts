@@ -71,10 +71,11 @@ export class RequestScope {
     req: IdempotencyRequest,
     endpoint: string,
     selected: unknown,
+    method: string = req.method,
   ): string | Promise<string> {
-    const target = this.logOnce(endpoint, () => requestTarget(req));
-    if (typeof target === 'string') return fingerprintRequest(req.method, target, selected);
-    return target.then((t) => fingerprintRequest(req.method, t, selected));
+    const target = this.logOnce(endpoint, () => requestTarget(req, method));
+    if (typeof target === 'string') return fingerprintRequest(method, target, selected);
+    return target.then((t) => fingerprintRequest(method, t, selected));
   }
 
   private logOnce<T>(endpoint: string, work: () => T): T {

@@ -9,8 +9,11 @@ import { uploadedFiles } from './uploaded-files.js';
  * (`/payments/`, `/PAYMENTS`, `?b=2&a=1` vs `?a=1&b=2`) give the same target; other param values
  * do not. One line per part: canonical JSON never contains a raw newline.
  */
-export function requestTarget(req: IdempotencyRequest): string | Promise<string> {
-  const target = `${routeEndpoint(req)}\n${canonicalJsonOfRecord(req.params)}\n${canonicalJsonOfRecord(req.query)}\n`;
+export function requestTarget(
+  req: IdempotencyRequest,
+  method: string = req.method,
+): string | Promise<string> {
+  const target = `${routeEndpoint(req, method)}\n${canonicalJsonOfRecord(req.params)}\n${canonicalJsonOfRecord(req.query)}\n`;
   // Synchronous unless there are uploads to hash: a cached replay then needs no await at all.
   if (!req.file && !req.files) return target;
   return uploadedFiles(req).then(

@@ -55,15 +55,18 @@ export type TransactionalClaimOutcome<TManager = unknown> =
 
 /**
  * The replays of one completed record in one audit flush (and one UTC day), for the audit trail:
- * one row however many replays.
+ * one row however many replays. When they happened is given as durations before the call, counted
+ * on the app's monotonic clock: the store stamps them with its own clock (PostgreSQL: `now()`
+ * minus the duration), never with the app's wall clock.
  */
 export interface ReplayEvent {
   recordId: string;
   /** How many replays (at least 1). */
   count: number;
-  firstReplayedAt: Date;
-  /** The last of them. */
-  replayedAt: Date;
+  /** Milliseconds between the first of them and the `recordReplays` call. */
+  firstReplayedMsAgo: number;
+  /** Milliseconds between the last of them and the `recordReplays` call. */
+  replayedMsAgo: number;
   expiresAt: Date;
 }
 

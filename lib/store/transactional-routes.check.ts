@@ -1,9 +1,7 @@
-import { PATH_METADATA } from '@nestjs/common/constants.js';
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
-import { MetadataScanner, ModulesContainer } from '@nestjs/core';
+import { ModulesContainer } from '@nestjs/core';
 import { IDEMPOTENCY_STORE } from '../idempotency.constants.js';
-import { IDEMPOTENT_METADATA } from '../idempotency-internal.constants.js';
-import type { IdempotentOptions } from '../interfaces/idempotent-options.interface.js';
+import { idempotentRoutes } from '../http/idempotent-routes.scan.js';
 import type {
   IdempotencyStore,
   IdempotencyTransaction,
@@ -47,24 +45,11 @@ export class TransactionalRoutesCheck implements OnModuleInit {
 
   onModuleInit(): void {
     if (this.store.beginTransaction && this.store.claimInTransaction) return;
-    const scanner = new MetadataScanner();
-    const read = (target: object): IdempotentOptions | undefined =>
-      Reflect.getMetadata(IDEMPOTENT_METADATA, target);
-    for (const moduleRef of this.modules.values()) {
-      for (const wrapper of moduleRef.controllers.values()) {
-        const cls = wrapper.metatype as (new (...args: never[]) => object) | null;
-        if (typeof cls !== 'function') continue;
-        const proto = cls.prototype as Record<string, object>;
-        for (const name of scanner.getAllMethodNames(proto)) {
-          if (Reflect.getMetadata(PATH_METADATA, proto[name]) === undefined) continue;
-          const merged = { ...read(cls), ...read(proto[name]) };
-          const where = `${cls.name}.${name}`;
-          if (merged.transactional === 'single' && !this.store.claimInTransaction)
-            throw unsupported(this.store, where, true);
-          if (merged.transactional === true && !this.store.beginTransaction)
-            throw unsupported(this.store, where);
-        }
-      }
+    for (const { options, name } of idempotentRoutes(this.modules)) {
+      if (options.transactional === 'single' && !this.store.claimInTransaction)
+        throw unsupported(this.store, name, true);
+      if (options.transactional === true && !this.store.beginTransaction)
+        throw unsupported(this.store, name);
     }
   }
 }

@@ -239,8 +239,8 @@ export function idempotencyStoreContract(createStore: () => Promise<StoreContrac
         {
           recordId: l.id,
           count: 2,
-          firstReplayedAt: new Date(Date.now() - 1000),
-          replayedAt: new Date(),
+          firstReplayedMsAgo: 1000,
+          replayedMsAgo: 0,
           expiresAt: done.expiresAt,
         },
       ]);

@@ -11,6 +11,12 @@ import type {
   StoredResponse,
 } from '../store/idempotency-store.interface.js';
 
+/** A replay row as the store keeps it: the event, stamped with the store's clock. */
+export interface RecordedReplay extends ReplayEvent {
+  firstReplayedAt: Date;
+  replayedAt: Date;
+}
+
 interface MemoryRecord {
   id: string;
   requestHash: string;
@@ -36,10 +42,11 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
   private readonly records = new Map<string, MemoryRecord>();
   private readonly now: () => number;
   /** Every replay row recorded (one per record per flush), oldest first. */
-  readonly replays: ReplayEvent[] = [];
+  readonly replays: RecordedReplay[] = [];
 
   constructor(options: { now?: () => number } = {}) {
-    this.now = options.now ?? Date.now;
+    // This store's clock plays the database's: the one all stored moments come from.
+    this.now = options.now ?? (() => Date.now());
   }
 
   /** How many records (in progress and completed) the store holds. */
@@ -95,8 +102,13 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
   }
 
   async recordReplays(replays: readonly ReplayEvent[]): Promise<void> {
+    const now = this.now();
     for (const replay of replays) {
-      this.replays.push(replay);
+      this.replays.push({
+        ...replay,
+        firstReplayedAt: new Date(now - replay.firstReplayedMsAgo),
+        replayedAt: new Date(now - replay.replayedMsAgo),
+      });
       const record = [...this.records.values()].find((r) => r.id === replay.recordId);
       if (record) record.replayCount += replay.count;
     }

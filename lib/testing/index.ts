@@ -1,5 +1,5 @@
 // `nestjs-pg-idempotency/testing`: for the tests of apps that use the library.
-export { InMemoryIdempotencyStore } from './in-memory-idempotency.store.js';
+export { InMemoryIdempotencyStore, type RecordedReplay } from './in-memory-idempotency.store.js';
 export {
   idempotencyStoreContract,
   type StoreContractHarness,

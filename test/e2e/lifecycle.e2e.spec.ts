@@ -380,15 +380,6 @@ describe.each<Platform>(['express', 'fastify'])('lifecycle on %s', (platform) =>
     expect(await db.records('idempotency_key = $1', [k])).toHaveLength(0);
   });
 
-  it('releases the key of a server-sent events stream', async () => {
-    const k = key();
-    const first = await send(f.url, '/events', { key: k, method: 'GET' });
-    expect(first.headers['content-type']).toContain('text/event-stream');
-    expect(first.text).toContain('"tick":1');
-    await new Promise((r) => setTimeout(r, 100));
-    expect(await db.records('idempotency_key = $1', [k])).toHaveLength(0);
-  });
-
   it('stores and replays a handler that writes the response itself (@Res())', async () => {
     const k = key();
     const first = await send(f.url, '/own', { key: k });

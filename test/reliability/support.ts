@@ -4,8 +4,8 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 
@@ -151,6 +151,10 @@ export interface ChildOptions {
   leaseSeconds?: number;
   /** `single`: the route is `transactional: 'single'` (see child/server.ts). */
   mode?: 'lease' | 'single';
+  /** More environment for the child (see child/server.ts). */
+  env?: Record<string, string>;
+  /** Preload child/clock-shift.ts, so `shiftClock` can move the child's wall clock. */
+  clockShift?: boolean;
 }
 
 export interface ChildApp {
@@ -164,6 +168,8 @@ export interface ChildApp {
   output(): string;
   /** Kills it with `signal` (SIGKILL after 5 s if still there) and waits until it is gone. */
   kill(signal?: NodeJS.Signals): Promise<string>;
+  /** Moves the child's wall clock by `ms` (needs `clockShift`); resolves once it took effect. */
+  shiftClock(ms: number): Promise<void>;
 }
 
 /** Every child app started and not yet gone, so a spec can stop them all, even after a failure. */
@@ -185,7 +191,9 @@ export async function killChildApps(): Promise<void> {
 
 /** Spawns the compiled child app and waits (≤ 30 s) until it listens. */
 export function startChildApp(o: ChildOptions): Promise<ChildApp> {
-  const child = spawn(process.execPath, [o.script], {
+  const preload = pathToFileURL(join(dirname(o.script), 'clock-shift.js')).href;
+  const args = o.clockShift ? ['--import', preload, o.script] : [o.script];
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -194,8 +202,9 @@ export function startChildApp(o: ChildOptions): Promise<ChildApp> {
       HANDLER_MS: String(o.handlerMs ?? 50),
       LEASE_SECONDS: String(o.leaseSeconds ?? 60),
       MODE: o.mode ?? 'lease',
+      ...o.env,
     },
-    stdio: ['pipe', 'pipe', 'pipe'],
+    stdio: o.clockShift ? ['pipe', 'pipe', 'pipe', 'ipc'] : ['pipe', 'pipe', 'pipe'],
   });
   children.add(child);
   child.once('exit', () => children.delete(child));
@@ -234,9 +243,22 @@ export function startChildApp(o: ChildOptions): Promise<ChildApp> {
           const force = setTimeout(() => child.kill('SIGKILL'), 5_000);
           return exited.finally(() => clearTimeout(force));
         },
+        shiftClock: (ms) => shiftClock(child, ms),
       });
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  });
+}
+
+function shiftClock(child: ChildProcess, ms: number): Promise<void> {
+  if (!child.send) return Promise.reject(new Error('the child was started without clockShift'));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the child did not shift its clock')), 5_000);
+    child.once('message', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.send({ clockShiftMs: ms });
   });
 }

@@ -116,11 +116,12 @@ describe('IdempotencyCoordinator (transport-free decisions)', () => {
     expect(await coordinator.decide(attempt)).toEqual({ type: 'replay', response: stored });
     expect(audit.record).toHaveBeenCalledWith('r9', expiresAt);
     store.next = new Error('not asked');
-    // The app clock says 2020 and expires_at says 2030: the entry still dies with secondsLeft.
-    jest.setSystemTime(Date.now() + 8_000);
+    // The app clock says 2020 and expires_at says 2030: the entry still dies with secondsLeft,
+    // counted on the monotonic clock.
+    jest.advanceTimersByTime(8_000);
     expect(await coordinator.decide(attempt)).toEqual({ type: 'replay', response: stored });
     expect(store.claims).toHaveLength(1);
-    jest.setSystemTime(Date.now() + 2_000);
+    jest.advanceTimersByTime(2_000);
     expect((await coordinator.decide(attempt)).type).toBe('reject');
     expect(store.claims).toHaveLength(2);
   });
@@ -158,11 +159,11 @@ describe('IdempotencyCoordinator (transport-free decisions)', () => {
     expect(value).toEqual({ id: 7 });
     expect(store.completions).toHaveLength(1);
     store.next = new Error('not asked');
-    jest.setSystemTime(Date.now() + 28_000);
+    jest.advanceTimersByTime(28_000);
     const replay = await coordinator.decide(attempt);
     expect(replay.type).toBe('replay');
     expect(store.claims).toHaveLength(1);
-    jest.setSystemTime(Date.now() + 2_000);
+    jest.advanceTimersByTime(2_000);
     expect((await coordinator.decide(attempt)).type).toBe('reject');
   });
 

@@ -54,6 +54,18 @@ describe('LeaseHeartbeat', () => {
     expect(warnings).toEqual([expect.stringContaining('maxHoldSeconds')]);
   });
 
+  it('counts maxHoldSeconds on the monotonic clock: wall clock steps change nothing', async () => {
+    const { beat, calls, warnings } = heartbeat(async () => true, 2);
+    beat.start();
+    jest.setSystemTime(Date.now() + 3_600_000);
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect([calls, warnings]).toEqual([[3], []]);
+    jest.setSystemTime(Date.now() - 7_200_000);
+    await jest.advanceTimersByTimeAsync(10_000);
+    expect(calls).toEqual([3]);
+    expect(warnings).toEqual([expect.stringContaining('maxHoldSeconds')]);
+  });
+
   it('stops when a renewal reports the lease lost', async () => {
     const { beat, calls } = heartbeat(async () => false);
     beat.start();

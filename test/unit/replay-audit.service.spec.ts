@@ -15,48 +15,60 @@ function audit(replayAuditMaxBuffered = 10_000) {
   return { store, service: new ReplayAuditService(options, store) };
 }
 
-const at = (iso: string) => jest.spyOn(Date, 'now').mockReturnValue(Date.parse(iso));
+/** Fake timers move `Date.now()` and `performance.now()` together, as a steady clock does. */
+const start = (iso: string) => jest.useFakeTimers({ now: new Date(iso) });
+const advance = (ms: number) => jest.advanceTimersByTime(ms);
 
 describe('ReplayAuditService', () => {
   afterEach(() => {
+    jest.useRealTimers();
     jest.restoreAllMocks();
   });
 
-  it('writes one row per record per flush, with the count and the first and last replay', async () => {
+  it('writes one row per record per flush, with the count and how long ago the first and last replay were', async () => {
     const { store, service } = audit();
-    at('2026-12-03T10:00:00.000Z');
+    start('2026-12-03T10:00:00.000Z');
     service.record('a', EXPIRES);
-    at('2026-12-03T10:00:00.500Z');
+    advance(500);
     service.record('b', EXPIRES);
-    at('2026-12-03T10:00:00.900Z');
+    advance(400);
     service.record('a', EXPIRES);
     service.record('a', EXPIRES);
     expect(service.counts).toMatchObject({ pending: 4, pendingRecords: 2 });
+    advance(100);
+    const write = jest.spyOn(store, 'recordReplays');
     await service.flush();
-    expect(store.replays).toEqual([
-      {
-        recordId: 'a',
-        count: 3,
-        firstReplayedAt: new Date('2026-12-03T10:00:00.000Z'),
-        replayedAt: new Date('2026-12-03T10:00:00.900Z'),
-        expiresAt: EXPIRES,
-      },
-      {
-        recordId: 'b',
-        count: 1,
-        firstReplayedAt: new Date('2026-12-03T10:00:00.500Z'),
-        replayedAt: new Date('2026-12-03T10:00:00.500Z'),
-        expiresAt: EXPIRES,
-      },
+    expect(write.mock.calls[0][0]).toEqual([
+      { recordId: 'a', count: 3, firstReplayedMsAgo: 1000, replayedMsAgo: 100, expiresAt: EXPIRES },
+      { recordId: 'b', count: 1, firstReplayedMsAgo: 500, replayedMsAgo: 500, expiresAt: EXPIRES },
+    ]);
+    // The store stamps them with its own clock (here the same as the app's).
+    expect(store.replays.map((r) => [r.firstReplayedAt, r.replayedAt])).toEqual([
+      [new Date('2026-12-03T10:00:00.000Z'), new Date('2026-12-03T10:00:00.900Z')],
+      [new Date('2026-12-03T10:00:00.500Z'), new Date('2026-12-03T10:00:00.500Z')],
     ]);
     expect(service.counts).toMatchObject({ pending: 0, pendingRecords: 0 });
   });
 
+  it('sends durations from the monotonic clock: a wall clock step changes no stamp', async () => {
+    const { store, service } = audit();
+    start('2026-12-03T10:00:00.000Z');
+    service.record('a', EXPIRES);
+    advance(300);
+    jest.setSystemTime(Date.now() - 3_600_000);
+    service.record('a', EXPIRES);
+    const write = jest.spyOn(store, 'recordReplays');
+    await service.flush();
+    expect(write.mock.calls[0][0]).toEqual([
+      { recordId: 'a', count: 2, firstReplayedMsAgo: 300, replayedMsAgo: 0, expiresAt: EXPIRES },
+    ]);
+  });
+
   it('never lets one row span UTC midnight, so the daily views stay exact', async () => {
     const { store, service } = audit();
-    at('2026-12-03T23:59:59.900Z');
+    start('2026-12-03T23:59:59.900Z');
     service.record('a', EXPIRES);
-    at('2026-12-04T00:00:00.100Z');
+    advance(200);
     service.record('a', EXPIRES);
     service.record('a', EXPIRES);
     await service.flush();

@@ -96,12 +96,18 @@ UPDATE ${t} k
  WHERE k.id = old.id
 RETURNING k.id`,
     },
-    /** Appends one row per record replayed (with its count) and bumps the record's counters. */
+    /**
+     * Appends one row per record replayed (with its count) and bumps the record's counters. The
+     * stamps are the database's clock minus how long ago the app saw the replays (to the ms).
+     */
     recordReplays: {
       name: `idem_replays_${suffix}`,
       text: `WITH events AS (
   INSERT INTO ${replays} (record_id, replayed_at, expires_at, replay_count, first_replayed_at)
-  SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::int[], $5::timestamptz[])
+  SELECT id, date_trunc('milliseconds', now() - make_interval(secs => last_ms / 1000)), expires, n,
+         date_trunc('milliseconds', now() - make_interval(secs => first_ms / 1000))
+    FROM unnest($1::uuid[], $2::float8[], $3::timestamptz[], $4::int[], $5::float8[])
+      AS e (id, last_ms, expires, n, first_ms)
   RETURNING record_id, replayed_at, replay_count
 ), per_record AS (
   SELECT record_id, sum(replay_count)::int AS n, max(replayed_at) AS last FROM events GROUP BY record_id

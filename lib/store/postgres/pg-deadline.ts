@@ -51,9 +51,9 @@ export class DeadlinePool {
 
   /** One statement on a pooled connection, like `pool.query`, within the deadline. */
   async query(config: QueryConfig): Promise<QueryResult> {
-    const started = Date.now();
+    const started = performance.now();
     const client = await this.connect();
-    const left = Math.max(1, this.timeoutMs - (Date.now() - started));
+    const left = Math.max(1, Math.round(this.timeoutMs - (performance.now() - started)));
     try {
       const result = await queryWithin(client, config, left);
       client.release();

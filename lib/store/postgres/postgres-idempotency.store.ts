@@ -310,10 +310,10 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       ...this.sql.recordReplays,
       values: [
         replays.map((r) => r.recordId),
-        replays.map((r) => r.replayedAt),
+        replays.map((r) => r.replayedMsAgo),
         replays.map((r) => r.expiresAt),
         replays.map((r) => r.count),
-        replays.map((r) => r.firstReplayedAt),
+        replays.map((r) => r.firstReplayedMsAgo),
       ],
     });
   }

@@ -3,7 +3,8 @@
  * every execution in `reliability_executions` (the spec creates it) before sleeping HANDLER_MS.
  *
  * Environment: DATABASE_URL (required), INSTANCE (name in the executions table and the body),
- * HANDLER_MS (default 50), LEASE_SECONDS (default 60), MODE (`lease`, the default, or `single`:
+ * HANDLER_MS (default 50), LEASE_SECONDS (default 60), TTL_SECONDS (default 86 400),
+ * REPLAY_AUDIT_FLUSH_MS (default 1 000), MODE (`lease`, the default, or `single`:
  * the route is `transactional: 'single'` and the execution row is written through its
  * transaction, so rows count committed executions). Listens on a free port of 127.0.0.1 and
  * prints one line `READY {"port":<port>,"pid":<pid>}` on stdout when it accepts requests. Exits
@@ -26,6 +27,8 @@ const instance = process.env.INSTANCE ?? 'child';
 const handlerMs = Number(process.env.HANDLER_MS ?? 50);
 const leaseSeconds = Number(process.env.LEASE_SECONDS ?? 60);
 const single = process.env.MODE === 'single';
+const ttlSeconds = Number(process.env.TTL_SECONDS ?? 86_400);
+const replayAuditFlushMs = Number(process.env.REPLAY_AUDIT_FLUSH_MS ?? 1_000);
 
 const dataSource = new DataSource({
   type: 'postgres',
@@ -56,7 +59,15 @@ class ChargesController {
 }
 
 @Module({
-  imports: [IdempotencyModule.forRoot({ dataSource, leaseSeconds, cleanup: { enabled: false } })],
+  imports: [
+    IdempotencyModule.forRoot({
+      dataSource,
+      leaseSeconds,
+      ttlSeconds,
+      replayAuditFlushMs,
+      cleanup: { enabled: false },
+    }),
+  ],
   controllers: [ChargesController],
 })
 class ChildModule {}
