@@ -11,7 +11,9 @@ import { InvalidIdempotencyKeyError } from '../http/idempotency-key.parser.js';
 import type { IdempotentRoute } from '../http/idempotent-route.resolver.js';
 import { RequestRefusedError } from '../http/request-refused.error.js';
 import { RequestScope } from '../http/request-scope.js';
-import { captureValue, decodeValue } from './value-capture.js';
+import { isMutationField, type GqlInfo } from './graphql-schema.js';
+import { keylessTransaction } from './keyless-transaction.js';
+import { captureValue } from './value-capture.js';
 import { valueProblem } from './value-problem.js';
 import { graphqlRequest, rpcRequest, type ValueRequest } from './value-request.js';
 
@@ -36,9 +38,11 @@ export class ValueIdempotency {
 
   intercept(context: ExecutionContext, route: IdempotentRoute, next: CallHandler) {
     const args = context.getArgs();
+    const type = context.getType<ValueType>();
+    // Field resolvers and queries are reads: only a mutation's outcome is deduplicated.
+    if (type === 'graphql' && !isMutationField(args[3] as GqlInfo)) return next.handle();
     if (this.handled.has(args)) return next.handle();
     this.handled.add(args);
-    const type = context.getType<ValueType>();
     const request =
       type === 'graphql'
         ? graphqlRequest(context, this.options)
@@ -63,15 +67,16 @@ export class ValueIdempotency {
       if (!(err instanceof InvalidIdempotencyKeyError)) throw err;
       throw await fail(400, ProblemCode.KeyInvalid, { detail: err.message });
     }
-    if (key === undefined) {
-      if (!route.required) return { result: next.handle() };
-      throw await fail(400, ProblemCode.KeyMissing);
-    }
     const endpoint = route.endpoint ?? request.endpoint;
+    if (key === undefined) {
+      if (route.required) throw await fail(400, ProblemCode.KeyMissing);
+      if (!route.transactional) return { result: next.handle() };
+      const open = () => this.coordinator.plainTransaction();
+      return { result: keylessTransaction(carrier, endpoint, open, next) };
+    }
     let userId = '';
     try {
-      // RPC messages have no user: their keys are scoped by pattern only (callers are services).
-      if (request.req) userId = this.requests.userId(request.req, endpoint);
+      userId = request.req ? this.requests.userId(request.req, endpoint) : (request.userId?.() ?? '');
     } catch (err) {
       if (!(err instanceof RequestRefusedError)) throw err;
       throw await fail(err.status, err.code, { detail: err.message });
@@ -87,7 +92,7 @@ export class ValueIdempotency {
             extensions: { original_status: response.statusCode },
           });
         }
-        return { result: of(decodeValue({ ...response, body: response.body })) };
+        return { result: of(request.decode(response.body)) };
       }
       case 'reject':
         throw await this.reject(type, decision.code);
@@ -95,7 +100,7 @@ export class ValueIdempotency {
         const { execution } = decision;
         const unrecorded = () => this.reject(type, ProblemCode.StoreUnavailable);
         return {
-          result: execution.run(carrier, next, captureValue(unrecorded)),
+          result: execution.run(carrier, next, captureValue(request.encode, unrecorded)),
           cancel: () => execution.cancel(),
         };
       }
