@@ -58,6 +58,12 @@ export const IDEMPOTENCY_DEFAULTS = {
   },
 };
 
+/**
+ * A completion write that failed after the handler ran is retried in the background, from this
+ * delay doubling up to the cap (and at least every third of the lease, which it renews).
+ */
+export const COMPLETION_RETRY = { firstDelayMs: 100, maxDelayMs: 5_000 };
+
 export interface ResolvedIdempotencyOptions extends Required<
   Omit<
     IdempotencyModuleOptions,
