@@ -1,4 +1,11 @@
-import { collectFields, type GqlInfo, type GqlNode, type GqlType, kindOf } from './graphql-schema.js';
+import {
+  collectFields,
+  type GqlField,
+  type GqlInfo,
+  type GqlNode,
+  type GqlType,
+  kindOf,
+} from './graphql-schema.js';
 import {
   EncodeBudget,
   MAX_VALUE_DEPTH,
@@ -9,11 +16,15 @@ import {
 
 /** Where an abstract type's concrete type is kept in a stored value: no GraphQL name has a `#`. */
 export const STORED_TYPE = '#type';
+/** The parent's other scalar fields, kept for the field resolvers a replay runs again. */
+export const STORED_PARENT = '#parent';
 
 /**
  * What GraphQL sends for a mutation's returned value: only the selected fields, each through its
- * type's own `serialize` (scalars, enums), lists and nulls as the schema says. A field computed
- * by its own resolver (`@ResolveField`) is not in it: that resolver runs again on a replay.
+ * type's own `serialize` (scalars, enums), lists and nulls as the schema says. A field the
+ * returned object does not have but a resolver computes (`@ResolveField`) is not in it: that
+ * resolver runs again on a replay, on a parent holding the stored fields and the parent's
+ * other scalars (Nest gives every field a resolver, so having one says nothing).
  * Synchronous and bounded: cycles in the returned graph are never followed past the selection,
  * and the work stops at `maxBytes` of output. Throws `UnencodableValueError`.
  */
@@ -36,7 +47,8 @@ class OutputWalk {
     const kind = kindOf(type);
     if (kind === 'NonNull') {
       const out = this.complete(type.ofType!, nodes, value, depth);
-      if (out === null) throw new UnencodableValueError(`a non-null ${type.ofType!.name ?? 'value'} is null`);
+      if (out === null)
+        throw new UnencodableValueError(`a non-null ${type.ofType!.name ?? 'value'} is null`);
       return out;
     }
     if (value === null || value === undefined) {
@@ -49,7 +61,10 @@ class OutputWalk {
     }
     switch (kind) {
       case 'List':
-        if (typeof (value as Iterable<unknown>)[Symbol.iterator] !== 'function' || typeof value === 'string') {
+        if (
+          typeof (value as Iterable<unknown>)[Symbol.iterator] !== 'function' ||
+          typeof value === 'string'
+        ) {
           throw new UnencodableValueError('a list field holds something that is not a list');
         }
         return Array.from(value as Iterable<unknown>, (item) =>
@@ -90,7 +105,9 @@ class OutputWalk {
   ): Record<string, unknown> {
     const fields = type.getFields!();
     const out: Record<string, unknown> = abstract ? { [STORED_TYPE]: type.name } : {};
-    for (const [key, fieldNodes] of collectFields(this.info, type, nodes)) {
+    const selected = collectFields(this.info, type, nodes);
+    let resolved = false;
+    for (const [key, fieldNodes] of selected) {
       const name = fieldNodes[0].name!.value;
       this.budget.spend(key.length + 3);
       if (name === '__typename') {
@@ -100,19 +117,41 @@ class OutputWalk {
       const field = fields[name];
       if (!field) continue;
       const raw = (source as Record<string, unknown>)[name];
-      if (!field.resolve) {
-        out[key] = this.complete(field.type, fieldNodes, raw, depth + 1);
+      // Not on the returned object but resolved (`@ResolveField`): its resolver answers, on
+      // every replay again, from the stored parent.
+      if (raw === undefined && field.resolve) {
+        resolved = true;
         continue;
       }
-      // Its own resolver answers the client; what the parent holds under its name is kept, when
-      // it can be, only as the parent a replay hands to that resolver.
+      out[key] = this.complete(field.type, fieldNodes, raw, depth + 1);
+    }
+    if (resolved) out[STORED_PARENT] = this.parentLeaves(fields, selected, source, depth);
+    return out;
+  }
+
+  /** The scalar and enum fields a field resolver may read on its parent (its `id`...), unselected. */
+  private parentLeaves(
+    fields: Record<string, GqlField>,
+    selected: Map<string, GqlNode[]>,
+    source: unknown,
+    depth: number,
+  ): Record<string, unknown> {
+    const names = new Set([...selected.values()].map((nodes) => nodes[0].name!.value));
+    const leaves: Record<string, unknown> = {};
+    for (const field of Object.values(fields)) {
+      const raw = (source as Record<string, unknown>)[field.name];
+      let type = field.type;
+      if (kindOf(type) === 'NonNull') type = type.ofType!;
+      const kind = kindOf(type);
+      if (names.has(field.name) || raw === undefined || raw === null) continue;
+      if (kind !== 'Scalar' && kind !== 'Enum') continue;
       try {
-        if (raw !== undefined) out[key] = this.complete(field.type, fieldNodes, raw, depth + 1);
+        leaves[field.name] = this.leaf(type, raw, depth + 1);
       } catch (err) {
-        if (!(err instanceof UnencodableValueError) || err instanceof ValueTooLargeError) throw err;
+        if (err instanceof ValueTooLargeError) throw err;
       }
     }
-    return out;
+    return leaves;
   }
 
   private concreteType(type: GqlType, value: unknown): GqlType {
@@ -128,7 +167,9 @@ class OutputWalk {
     }
     const concrete = typeof name === 'string' ? schema.getType(name) : undefined;
     if (!concrete || kindOf(concrete) !== 'Object') {
-      throw new UnencodableValueError(`cannot tell the concrete type of a ${type.name} synchronously`);
+      throw new UnencodableValueError(
+        `cannot tell the concrete type of a ${type.name} synchronously`,
+      );
     }
     return concrete;
   }

@@ -1,5 +1,11 @@
-import { STORED_TYPE } from './graphql-output.js';
-import { collectFields, type GqlInfo, type GqlNode, type GqlType, kindOf } from './graphql-schema.js';
+import { STORED_PARENT, STORED_TYPE } from './graphql-output.js';
+import {
+  collectFields,
+  type GqlInfo,
+  type GqlNode,
+  type GqlType,
+  kindOf,
+} from './graphql-schema.js';
 
 /** A leaf already in its sent form, which the schema's patched `serialize` passes through. */
 class Serialized {
@@ -7,6 +13,10 @@ class Serialized {
 
   toJSON(): unknown {
     return this.value;
+  }
+
+  toString(): string {
+    return String(this.value);
   }
 }
 
@@ -55,10 +65,11 @@ function object(
   stored: Record<string, unknown>,
 ): Replayed {
   patchOnce(type, 'isTypeOf', (value) => {
-      const replayed = (value as Replayed)?.[REPLAYED_TYPE];
-      return replayed === undefined ? undefined : replayed === type.name;
+    const replayed = (value as Replayed)?.[REPLAYED_TYPE];
+    return replayed === undefined ? undefined : replayed === type.name;
   });
-  const out: Replayed = { __typename: type.name };
+  // What a field resolver run again reads on its parent; the selected fields go over it.
+  const out: Replayed = { ...(stored[STORED_PARENT] as object), __typename: type.name };
   Object.defineProperty(out, REPLAYED_TYPE, { value: type.name });
   const fields = type.getFields!();
   for (const [key, fieldNodes] of collectFields(info, type, nodes)) {

@@ -30,7 +30,11 @@ export class EncodeBudget {
 export function plainJson(value: unknown, budget: EncodeBudget, depth = 0): unknown {
   const ancestors = new Set<object>();
   const copy = (v: unknown, level: number): unknown => {
-    if (v !== null && typeof v === 'object' && typeof (v as { toJSON?: unknown }).toJSON === 'function') {
+    if (
+      v !== null &&
+      typeof v === 'object' &&
+      typeof (v as { toJSON?: unknown }).toJSON === 'function'
+    ) {
       v = (v as { toJSON(): unknown }).toJSON();
     }
     switch (typeof v) {

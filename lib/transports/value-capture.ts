@@ -1,5 +1,9 @@
 import { catchError, concatMap, from, mergeMap, reduce, throwError } from 'rxjs';
-import type { OutcomeCapture, WireResponse } from '../execution/handler-outcome.js';
+import {
+  type OutcomeCapture,
+  uncapturable,
+  type WireResponse,
+} from '../execution/handler-outcome.js';
 import { canonicalJson } from '../execution/request-fingerprint.js';
 import { EncodeBudget, plainJson, UnencodableValueError } from './json-value.js';
 
@@ -49,7 +53,7 @@ export function captureValue(
           wire = encode(value);
         } catch (err) {
           if (!(err instanceof UnencodableValueError)) throw err;
-          await hooks.onUncapturable(200, err.message);
+          if (await uncapturable(hooks, 200, 'unencodable')) throw await unrecorded();
           return value;
         }
         const replacement = await hooks.onEnd(wire);

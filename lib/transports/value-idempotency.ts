@@ -74,9 +74,11 @@ export class ValueIdempotency {
       const open = () => this.coordinator.plainTransaction();
       return { result: keylessTransaction(carrier, endpoint, open, next) };
     }
-    let userId = '';
+    let userId: string;
     try {
-      userId = request.req ? this.requests.userId(request.req, endpoint) : (request.userId?.() ?? '');
+      userId = request.req
+        ? this.requests.userId(request.req, endpoint)
+        : (request.userId?.() ?? '');
     } catch (err) {
       if (!(err instanceof RequestRefusedError)) throw err;
       throw await fail(err.status, err.code, { detail: err.message });
