@@ -14,6 +14,8 @@ import { RequestScope } from '../http/request-scope.js';
 import { isMutationField, type GqlInfo } from './graphql-schema.js';
 import { keylessTransaction } from './keyless-transaction.js';
 import { captureValue } from './value-capture.js';
+import { UnencodableValueError } from './json-value.js';
+import type { WireResponse } from '../execution/handler-outcome.js';
 import { valueProblem } from './value-problem.js';
 import { graphqlRequest, rpcRequest, type ValueRequest } from './value-request.js';
 
@@ -31,7 +33,7 @@ export class ValueIdempotency {
   constructor(
     private readonly options: ResolvedIdempotencyOptions,
     private readonly coordinator: IdempotencyCoordinator,
-    logger: Logger,
+    private readonly logger: Logger,
   ) {
     this.requests = new RequestScope(options.getUserId, logger);
   }
@@ -102,11 +104,27 @@ export class ValueIdempotency {
         const { execution } = decision;
         const unrecorded = () => this.reject(type, ProblemCode.StoreUnavailable);
         return {
-          result: execution.run(carrier, next, captureValue(request.encode, unrecorded)),
+          result: execution.run(carrier, next, captureValue(this.encoder(request), unrecorded)),
           cancel: () => execution.cancel(),
         };
       }
     }
+  }
+
+  /** The request's encoding, saying why a value cannot be stored (the execution logs only that). */
+  private encoder(request: ValueRequest): (value: unknown) => WireResponse {
+    return (value) => {
+      try {
+        return request.encode(value);
+      } catch (err) {
+        if (err instanceof UnencodableValueError) {
+          this.logger.warn(
+            `${request.endpoint}: the returned value cannot be stored: ${err.message}`,
+          );
+        }
+        throw err;
+      }
+    };
   }
 
   private reject(type: ValueType, code: RejectCode): Promise<Error> {

@@ -10,7 +10,7 @@ import { IdempotencyModule, ProblemCode } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { Account, Ledger, Payment, PaymentStatus } from './graphql-values.types.js';
 
-const runs = { pay: 0, raw: 0, ledger: 0 };
+const runs = { pay: 0, raw: 0, ledger: 0, large: 0 };
 
 function payment(n: number, amount: number): Payment {
   const p: Payment = {
@@ -54,6 +54,20 @@ class PaymentsResolver {
   payRaw() {
     runs.raw++;
     return { ...payment(0, 1), raw: 10n };
+  }
+
+  @Mutation(() => [Payment])
+  payLarge(@Args('n', { type: () => Int }) n: number) {
+    runs.large++;
+    const note = 'x'.repeat(1_000);
+    return Array.from({ length: n }, (_, i) => ({ ...payment(i, 1), note }));
+  }
+
+  @Mutation(() => Ledger)
+  @Idempotent({ transactional: true })
+  async ledgerFail(@IdempotencyCtx() idem?: IdempotencyContext): Promise<Ledger> {
+    await idem!.manager!.query('INSERT INTO gql_values_ledger (amount) VALUES (-1)');
+    throw new Error('declined after the write');
   }
 
   @Mutation(() => Ledger)
@@ -160,6 +174,7 @@ describe('GraphQL values (Apollo, code-first): what is stored is what the client
 
   it('a cyclic object graph: only the selected fields are encoded, the answer and its replay are whole', async () => {
     const key = randomUUID();
+    const heap = process.memoryUsage().heapUsed;
     const deep = `mutation { p: pay(amount: 1) { id account { id payments { id account { payments { id createdAt } } } } } }`;
     const first = await gql(key, deep);
     expect(first.errors).toBeUndefined();
@@ -167,6 +182,17 @@ describe('GraphQL values (Apollo, code-first): what is stored is what the client
     expect(await gql(key, deep)).toEqual(first);
     const [row] = await db.records('idempotency_key = $1', [key]);
     expect(JSON.stringify(row.response_body).length).toBeLessThan(1_000);
+    expect(process.memoryUsage().heapUsed - heap).toBeLessThan(200 * 1024 * 1024);
+  });
+
+  it('a value larger than maxResponseBytes: the encoding stops there, the client gets it, retries say not replayable', async () => {
+    const key = randomUUID();
+    const query = `mutation { ps: payLarge(n: 2000) { id note } }`;
+    const first = await gql(key, query);
+    expect(first.data?.ps).toHaveLength(2000);
+    const retry = await gql(key, query);
+    expect(retry.errors?.[0].extensions).toMatchObject({ code: ProblemCode.NotReplayable });
+    expect(runs.large).toBe(1);
   });
 
   it('the same key with another selection or other variables is a different request', async () => {
@@ -228,5 +254,10 @@ describe('GraphQL values (Apollo, code-first): what is stored is what the client
     expect(second.data?.l.id).not.toBe(first.data?.l.id);
     const rows = await db.dataSource.query('SELECT id FROM gql_values_ledger WHERE amount = 77');
     expect(rows).toHaveLength(2);
+    const failed = await gql(undefined, `mutation { l: ledgerFail { id } }`);
+    expect(failed.errors?.[0].message).toBe('declined after the write');
+    expect(await db.dataSource.query('SELECT id FROM gql_values_ledger WHERE amount = -1')).toEqual(
+      [],
+    );
   });
 });
