@@ -8,9 +8,9 @@ import { randomUUID } from 'node:crypto';
 import { type IdempotencyContext, IdempotencyCtx, Idempotent } from '../../lib/index.js';
 import { IdempotencyModule, ProblemCode } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
-import { Account, Ledger, Payment, PaymentStatus } from './graphql-values.types.js';
+import { Account, Attempt, Ledger, Payment, PaymentStatus } from './graphql-values.types.js';
 
-const runs = { pay: 0, raw: 0, ledger: 0, large: 0 };
+const runs = { pay: 0, raw: 0, ledger: 0, large: 0, attempt: 0 };
 
 function payment(n: number, amount: number): Payment {
   const p: Payment = {
@@ -54,6 +54,15 @@ class PaymentsResolver {
   payRaw() {
     runs.raw++;
     return { ...payment(0, 1), raw: 10n };
+  }
+
+  @Mutation(() => [Attempt])
+  attempt() {
+    runs.attempt++;
+    return [
+      payment(runs.attempt, 9),
+      { reason: 'card declined', at: new Date(Date.UTC(2026, 1, 1)) },
+    ];
   }
 
   @Mutation(() => [Payment])
@@ -193,6 +202,23 @@ describe('GraphQL values (Apollo, code-first): what is stored is what the client
     const retry = await gql(key, query);
     expect(retry.errors?.[0].extensions).toMatchObject({ code: ProblemCode.NotReplayable });
     expect(runs.large).toBe(1);
+  });
+
+  it('a union (its own resolveType): each member replays as its type, with fragments and __typename', async () => {
+    const key = randomUUID();
+    const query = `mutation { a: attempt {
+      __typename
+      ... on Payment { id createdAt status }
+      ... on Declined { reason at }
+    } }`;
+    const first = await gql(key, query);
+    expect(first.errors).toBeUndefined();
+    expect(first.data?.a).toEqual([
+      expect.objectContaining({ __typename: 'Payment', status: 'Settled' }),
+      { __typename: 'Declined', reason: 'card declined', at: '2026-02-01T00:00:00.000Z' },
+    ]);
+    expect(await gql(key, query)).toEqual(first);
+    expect(runs.attempt).toBe(1);
   });
 
   it('the same key with another selection or other variables is a different request', async () => {

@@ -1,4 +1,12 @@
-import { Field, GraphQLISODateTime, GraphQLTimestamp, ID, Int, ObjectType } from '@nestjs/graphql';
+import {
+  createUnionType,
+  Field,
+  GraphQLISODateTime,
+  GraphQLTimestamp,
+  ID,
+  Int,
+  ObjectType,
+} from '@nestjs/graphql';
 import { registerEnumType } from '@nestjs/graphql';
 import { GraphQLScalarType } from 'graphql';
 import { GraphQLBigInt, GraphQLJSON } from 'graphql-scalars';
@@ -88,3 +96,19 @@ export class Ledger {
   @Field(() => Int)
   amount!: number;
 }
+
+@ObjectType()
+export class Declined {
+  @Field()
+  reason!: string;
+
+  @Field(() => GraphQLISODateTime)
+  at!: Date;
+}
+
+/** An abstract type with its own resolveType, as Nest's code-first unions have. */
+export const Attempt = createUnionType({
+  name: 'Attempt',
+  types: () => [Payment, Declined] as const,
+  resolveType: (value: object) => ('reason' in value ? Declined : Payment),
+});
