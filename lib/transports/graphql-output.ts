@@ -4,6 +4,7 @@ import {
   type GqlInfo,
   type GqlNode,
   type GqlType,
+  concreteType,
   kindOf,
 } from './graphql-schema.js';
 import {
@@ -77,7 +78,7 @@ class OutputWalk {
         return this.object(type, nodes, value, depth, false);
       case 'Interface':
       case 'Union':
-        return this.object(this.concreteType(type, value), nodes, value, depth, true);
+        return this.object(concreteType(this.info, type, value), nodes, value, depth, true);
       default:
         throw new UnencodableValueError(`unknown GraphQL type ${String(type)}`);
     }
@@ -152,26 +153,6 @@ class OutputWalk {
       }
     }
     return leaves;
-  }
-
-  private concreteType(type: GqlType, value: unknown): GqlType {
-    const { schema } = this.info;
-    let name: unknown = (value as { __typename?: unknown }).__typename;
-    if (typeof name !== 'string' && type.resolveType) {
-      try {
-        name = type.resolveType(value, undefined, this.info, type);
-      } catch {
-        name = undefined;
-      }
-      if (name && typeof name === 'object') name = (name as GqlType).name;
-    }
-    const concrete = typeof name === 'string' ? schema.getType(name) : undefined;
-    if (!concrete || kindOf(concrete) !== 'Object') {
-      throw new UnencodableValueError(
-        `cannot tell the concrete type of a ${type.name} synchronously`,
-      );
-    }
-    return concrete;
   }
 }
 

@@ -1,3 +1,5 @@
+import { UnencodableValueError } from './json-value.js';
+
 /**
  * The few parts of graphql-js's schema and AST the value encoding reads, typed structurally and
  * told apart by `Symbol.toStringTag`: no import of `graphql`, which the app may load as another
@@ -109,4 +111,27 @@ function included(info: GqlInfo, node: GqlNode): boolean {
     if ((name === 'skip') === Boolean(value)) return false;
   }
   return true;
+}
+
+/**
+ * The object type a value of an interface or union is: its `__typename`, else the type's own
+ * `resolveType` when it answers synchronously. Anything else cannot be stored.
+ */
+export function concreteType(info: GqlInfo, type: GqlType, value: unknown): GqlType {
+  let name: unknown = (value as { __typename?: unknown }).__typename;
+  if (typeof name !== 'string' && type.resolveType) {
+    try {
+      name = type.resolveType(value, undefined, info, type);
+    } catch {
+      name = undefined;
+    }
+    if (name && typeof name === 'object') name = (name as GqlType).name;
+  }
+  const concrete = typeof name === 'string' ? info.schema.getType(name) : undefined;
+  if (!concrete || kindOf(concrete) !== 'Object') {
+    throw new UnencodableValueError(
+      `cannot tell the concrete type of a ${type.name} synchronously`,
+    );
+  }
+  return concrete;
 }
