@@ -85,7 +85,7 @@ export class ValueIdempotency {
       if (!(err instanceof RequestRefusedError)) throw err;
       throw await fail(err.status, err.code, { detail: err.message });
     }
-    const requestHash = fingerprintRequest(type.toUpperCase(), endpoint, request.input);
+    const requestHash = fingerprintRequest(type.toUpperCase(), endpoint, request.input());
     const scope = { key, endpoint, userId };
     const decision = await this.coordinator.decide({ scope, requestHash, route });
     switch (decision.type) {

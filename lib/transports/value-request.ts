@@ -23,7 +23,7 @@ export interface ValueRequest {
   /** RPC: the user scope from `getRpcUserId` (GraphQL reads `req` with `getUserId`). */
   userId?: () => string;
   /** What is fingerprinted: the resolver's args and selection, or the message payload. */
-  input: unknown;
+  input(): unknown;
   /** What is stored of the returned value; throws `UnencodableValueError`. */
   encode(value: unknown): WireResponse;
   /** What a replay returns, from the stored body. */
@@ -57,7 +57,7 @@ export function graphqlRequest(
     key: () => (req ? parseIdempotencyKey(rawHeaders(req), options.headerName) : undefined),
     endpoint: field,
     req,
-    input: graphqlFingerprintInput(info, args),
+    input: () => graphqlFingerprintInput(info, args),
     encode: (value) =>
       jsonWire(JSON.stringify(encodeGraphQLOutput(value, info, options.maxResponseBytes))),
     decode: (body) => replayGraphQLOutput(JSON.parse(body.toString('utf8')), info),
@@ -86,7 +86,7 @@ export function rpcRequest(
     },
     endpoint: `RPC ${normalizePattern(pattern)}`,
     userId: () => normalizeUserId(options.getRpcUserId(data, rpcContext), false),
-    input: data,
+    input: () => data,
     encode: (value) => encodeValue(value, maxBytes),
     decode: (body) => decodeValue(body),
   };
