@@ -45,6 +45,8 @@ export const IDEMPOTENCY_DEFAULTS = {
   getUserId: (req: IdempotencyRequest) => req.user?.id ?? req.user?.sub ?? req.user?.userId,
   fingerprint: (req: IdempotencyRequest) => req.body,
   getRpcKey: (data: { idempotencyKey?: unknown } | null | undefined) => data?.idempotencyKey,
+  // Callers of a microservice are services: no user unless the app says where one is.
+  getRpcUserId: (_data: unknown, _context: unknown): string | undefined => undefined,
   // The status the client receives decides: an unknown error an app's filter turns into 402 is
   // a business outcome; one that reaches the client as 500 is not.
   storeIf: ((status) => status < 500 && status !== 400 && status !== 422) as StoreIfFn,
@@ -55,6 +57,12 @@ export const IDEMPOTENCY_DEFAULTS = {
     retentionSeconds: 0,
   },
 };
+
+/**
+ * A completion write that failed after the handler ran is retried in the background, from this
+ * delay doubling up to the cap (and at least every third of the lease, which it renews).
+ */
+export const COMPLETION_RETRY = { firstDelayMs: 100, maxDelayMs: 5_000 };
 
 export interface ResolvedIdempotencyOptions extends Required<
   Omit<
@@ -157,6 +165,7 @@ export function resolveIdempotencyOptions(
     getUserId: options.getUserId ?? d.getUserId,
     fingerprint: options.fingerprint ?? d.fingerprint,
     getRpcKey: options.getRpcKey ?? d.getRpcKey,
+    getRpcUserId: options.getRpcUserId ?? d.getRpcUserId,
     storeIf: options.storeIf ?? d.storeIf,
     cleanup: { ...d.cleanup, ...options.cleanup },
     replayCache:

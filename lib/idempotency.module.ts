@@ -17,6 +17,7 @@ import type { IdempotencyModuleOptions } from './interfaces/idempotency-module-o
 import { PostgresIdempotencyStore } from './store/postgres/postgres-idempotency.store.js';
 import { ReplayAuditService } from './execution/replay-audit.service.js';
 import { ReplayCache } from './execution/replay-cache.js';
+import { CompletionRetryShutdown } from './execution/completion-retry.js';
 import { SchemaCheckService } from './store/postgres/schema-check.service.js';
 import { TransactionalRoutesCheck } from './store/transactional-routes.check.js';
 import { SseRoutesCheck } from './http/sse-routes.check.js';
@@ -58,6 +59,7 @@ const initializedHere = new WeakSet<DataSource>();
     SseRoutesCheck,
     IdempotencyCleanupService,
     ReplayAuditService,
+    CompletionRetryShutdown,
     {
       provide: ReplayCache,
       inject: [IDEMPOTENCY_RESOLVED_OPTIONS],

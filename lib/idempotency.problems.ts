@@ -25,7 +25,7 @@ const DETAILS: Record<ProblemCode, string> = {
   [ProblemCode.Mismatch]:
     'This idempotency key was already used with a different request; use a new key for a new operation',
   [ProblemCode.NotReplayable]:
-    'The operation for this key already ran, but its response was not stored: it was too large, or another answer (such as a timeout) reached the client first',
+    'The operation for this key already ran, but its response was not stored: it was too large, could not be captured or recorded, or another answer (such as a timeout) reached the client first',
   [ProblemCode.StoreUnavailable]:
     'The request was not processed because its idempotency key could not be checked; retry later with the same key',
   [ProblemCode.BodyUnreadable]:
@@ -45,6 +45,11 @@ export const NOT_REPLAYABLE_DETAILS = {
     'The operation for this key already ran; this endpoint keeps only a digest of its response, never the response itself',
   undecryptable:
     'The operation for this key already ran, but its stored response cannot be read back',
+  streamed: 'The operation for this key already ran; its response was streamed and is not stored',
+  unencodable:
+    'The operation for this key already ran, but its result could not be encoded for storage',
+  unrecorded:
+    'The operation for this key already ran, but its response could not be recorded; only its status was',
 } as const;
 
 export interface ProblemOptions {

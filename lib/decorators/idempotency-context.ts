@@ -62,7 +62,9 @@ export function getIdempotencyContext(req: object): IdempotencyContext | undefin
 }
 
 /**
- * Parameter decorator: the handler's `IdempotencyContext` (undefined without a key).
+ * Parameter decorator: the handler's `IdempotencyContext` (undefined without a key, except on a
+ * transactional GraphQL resolver or RPC handler: a context with key `''` whose `manager` is a plain
+ * transaction, committed when the handler returns; nothing is recorded).
  * @example
  * \@Post() @Idempotent()
  * charge(@Body() dto: ChargeDto, @IdempotencyCtx() idem?: IdempotencyContext) {

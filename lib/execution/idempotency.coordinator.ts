@@ -10,7 +10,7 @@ import type {
   StoredResponse,
   TransactionalClaimOutcome,
 } from '../store/idempotency-store.interface.js';
-import { claimInTransaction } from '../store/transactional-routes.check.js';
+import { claimInTransaction, openTransaction } from '../store/transactional-routes.check.js';
 import { IdempotentExecution } from './idempotent.execution.js';
 import type { ReplayAuditService } from './replay-audit.service.js';
 import { ReplayCache } from './replay-cache.js';
@@ -57,6 +57,11 @@ export class IdempotencyCoordinator {
     if (!cached) return undefined;
     this.audit.record(cached.recordId, cached.expiresAt);
     return cached.response;
+  }
+
+  /** A transaction outside any claim: a transactional route called without a key. */
+  plainTransaction(): IdempotencyTransaction {
+    return openTransaction(this.store, { id: '', token: '' }, async () => undefined);
   }
 
   async decide({ scope, requestHash, route }: IdempotentAttempt): Promise<IdempotencyDecision> {

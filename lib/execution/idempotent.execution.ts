@@ -17,7 +17,8 @@ import type {
 } from '../store/idempotency-store.interface.js';
 import { trackSettlement } from './handler-settlement.js';
 import { type Completing, completionOf, rolledBackResponse } from './outcome-completion.js';
-import type { OutcomeCapture, WireResponse } from './handler-outcome.js';
+import type { OutcomeCapture, UncapturableReason, WireResponse } from './handler-outcome.js';
+import { completeUntilStored, fallbackCompletions } from './completion-retry.js';
 import { LeaseHeartbeat } from './lease-heartbeat.js';
 import { openTransaction } from '../store/transactional-routes.check.js';
 
@@ -79,7 +80,7 @@ export class IdempotentExecution {
         },
       });
       return capture(handled, {
-        onStream: () => this.streamed(),
+        onUncapturable: (status, reason) => this.uncapturable(status, reason),
         onEnd: (wire) => this.responded(req, wire),
         onFailure: () => this.failed(),
       });
@@ -136,28 +137,39 @@ export class IdempotentExecution {
       void this.discard(`its handler failed (${status}) after an early response`);
       return;
     }
-    const completing = {
+    void this.completeAnyway(status);
+  }
+
+  /**
+   * The handler ran but its outcome cannot be captured (a stream, an unencodable value): it is
+   * recorded without a body, committing a transactional handler's writes before the caller
+   * gets anything; the key is never freed for a second run.
+   */
+  private async uncapturable(
+    status: number,
+    reason: UncapturableReason,
+  ): Promise<WireResponse | void> {
+    if (this.done) return;
+    this.settle();
+    if (!this.stores(status, this.handlerError)) return this.discard('not stored');
+    this.logger.warn?.(`${this.describe()}: response ${reason}; stored its status only`);
+    return this.completeAnyway(status, reason);
+  }
+
+  /** Records that the handler ran, with its status and no body (rule (b) of the README). */
+  private async completeAnyway(
+    status: number,
+    reason?: UncapturableReason,
+  ): Promise<WireResponse | void> {
+    const record = await this.record({
       statusCode: status,
       headers: {},
       body: null,
       bodyDigest: null,
-    };
-    void this.record({ ...completing, transactionId: this.context.transactionId }).then(
-      async (record) => {
-        if (record === 'rolled-back') await this.discard('its transaction rolled back');
-      },
-    );
-  }
-
-  /** A streamed response cannot be stored: commit the handler's writes before its first byte. */
-  private async streamed(): Promise<WireResponse | void> {
-    this.settle();
-    try {
-      await this.endTransaction(true);
-    } catch (err) {
-      return this.rolledBack(err as Error);
-    }
-    await this.release('the response is streamed and cannot be stored');
+      omitted: reason,
+      transactionId: this.context.transactionId,
+    });
+    if (record === 'rolled-back') return this.rolledBack();
   }
 
   private settle(): void {
@@ -188,17 +200,14 @@ export class IdempotentExecution {
     } catch (err) {
       if (transaction) return 'rolled-back';
       this.logger.error?.(`Could not store the response of ${this.describe()}: ${err}`);
-      // Whatever the store refused, the bytes are what a retry needs: store them alone.
-      if (c.body === null && c.transactionId === null) return null;
-      return this.store
-        .complete(this.lease, { ...completion, bytesOnly: true, transactionId: null })
-        .catch((again: Error) => {
-          // The claim stays in progress: deleting it would let a retry run the operation again.
-          this.logger.error?.(
-            `${this.describe()} stays in progress until its lease ends: ${again.message}`,
-          );
-          return null;
-        });
+      // Whatever the store refused, the bytes are what a retry needs: store them alone, else
+      // the status alone. Never delete the claim: a retry would run the operation again.
+      const { store, lease, logger } = this;
+      const retry = { store, lease, logger, leaseSeconds: this.options.leaseSeconds };
+      return completeUntilStored(
+        { ...retry, describe: () => this.describe() },
+        fallbackCompletions(completion),
+      );
     }
   }
 

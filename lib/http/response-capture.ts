@@ -25,13 +25,14 @@ function toBuffer(chunk: unknown, encoding: BufferEncoding | undefined): Buffer 
  *
  * Once a response is held, anything else written to it (an exception filter answering a handler
  * that threw after `res.send()`) is dropped: the client gets the first response, the one stored.
- * A stream (a chunk written or headers flushed before `end`) waits for `onStream` before its
- * first byte leaves, so a transactional handler's writes are committed before the status line.
+ * A stream (a chunk written or headers flushed before `end`) cannot be stored: it waits for
+ * `onUncapturable` (the key is completed without a body) before its first byte leaves, so a
+ * transactional handler's writes are committed before the status line.
  */
 export function holdResponse(
   res: ServerResponse,
   allow: ReadonlySet<string>,
-  hooks: Pick<HoldHooks, 'onEnd' | 'onStream'>,
+  hooks: Pick<HoldHooks, 'onEnd' | 'onUncapturable'>,
 ) {
   let state: 'open' | 'held' | 'streaming' | 'released' | 'replaced' = 'open';
   let heldHead: unknown[] | undefined;
@@ -58,7 +59,7 @@ export function holdResponse(
     state = 'streaming';
     queued.push([method, args]);
     hooks
-      .onStream()
+      .onUncapturable(res.statusCode, 'streamed')
       .then((replacement) => {
         if (replacement) return replace(replacement);
         release();

@@ -142,6 +142,16 @@ export interface IdempotencyModuleOptions {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   getRpcKey?: (data: any, context: any) => unknown;
   /**
+   * The user (tenant, calling service) an RPC message belongs to, scoping its key as `getUserId`
+   * does for HTTP: one user's key never reaches another's record. `data` is the payload,
+   * `context` the transport's context. Nothing (`null`/`undefined`) is the shared scope `''`;
+   * anything but a string, number or bigint is refused (`idempotency_misconfigured`).
+   * @default () => undefined
+   * @example (data, ctx) => data?.tenantId
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  getRpcUserId?: (data: any, context: any) => string | number | bigint | null | undefined;
+  /**
    * Status for a key reused with a different request: 409 (Stripe) or 422 (IETF draft).
    * @default 409
    */

@@ -28,8 +28,11 @@ export interface StoredResponse {
   /**
    * Why a completed record has no body to replay: larger than `maxResponseBytes`, a
    * `storeResponse: 'digest'` route, or sealed with a key that is not configured (or tampered).
+   * The handler ran but its outcome could not be captured: a stream, a value that cannot be
+   * encoded, or a completion write that failed (a store without a column for the reason may
+   * read these back as `too_large`).
    */
-  omitted?: 'too_large' | 'digest' | 'undecryptable';
+  omitted?: 'too_large' | 'digest' | 'undecryptable' | 'streamed' | 'unencodable' | 'unrecorded';
 }
 
 export type ClaimOutcome =

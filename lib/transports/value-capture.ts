@@ -1,32 +1,46 @@
 import { catchError, concatMap, from, mergeMap, reduce, throwError } from 'rxjs';
-import type { OutcomeCapture, WireResponse } from '../execution/handler-outcome.js';
+import {
+  type OutcomeCapture,
+  uncapturable,
+  type WireResponse,
+} from '../execution/handler-outcome.js';
 import { canonicalJson } from '../execution/request-fingerprint.js';
-import type { StoredResponse } from '../store/idempotency-store.interface.js';
+import { EncodeBudget, plainJson, UnencodableValueError } from './json-value.js';
 
-/**
- * A resolver's or RPC handler's result, as stored: its canonical JSON (keys sorted, `toJSON()`
- * applied, `undefined` as `null`). There are no bytes on a wire to keep identical, so a replay
- * returns the parsed JSON: a `Date` comes back as its ISO string.
- */
-export function encodeValue(value: unknown): WireResponse {
+/** A value's stored form: JSON text, as if it had been an HTTP 200 JSON response. */
+export function jsonWire(json: string): WireResponse {
   return {
     statusCode: 200,
     headers: { 'content-type': 'application/json' },
-    body: Buffer.from(canonicalJson(value), 'utf8'),
+    body: Buffer.from(json, 'utf8'),
   };
 }
 
-export function decodeValue(stored: StoredResponse & { body: Buffer }): unknown {
-  return JSON.parse(stored.body.toString('utf8'));
+/**
+ * An RPC handler's result, as stored: its canonical JSON (keys sorted, `toJSON()` applied,
+ * `undefined` as `null`). There are no bytes on a wire to keep identical, so a replay returns
+ * the parsed JSON: a `Date` comes back as its ISO string. A value JSON cannot hold (a `BigInt`,
+ * a cycle) or larger than `maxBytes` throws `UnencodableValueError`, without walking past it.
+ */
+export function encodeValue(value: unknown, maxBytes: number): WireResponse {
+  return jsonWire(canonicalJson(plainJson(value, new EncodeBudget(maxBytes))));
+}
+
+export function decodeValue(body: Buffer): unknown {
+  return JSON.parse(body.toString('utf8'));
 }
 
 /**
  * Captures the last value the handler emits, stores it before the caller sees it, then passes
  * it on. A handler that throws stores nothing and frees the key: its error goes to the caller.
  * `unrecorded` is the error sent when the outcome could not be recorded (a rolled-back
- * transaction): the caller must not believe an operation happened that was undone.
+ * transaction): the caller must not believe an operation happened that was undone. A value that
+ * cannot be encoded still reaches the caller; its key is completed without a response.
  */
-export function captureValue(unrecorded: () => Promise<Error>): OutcomeCapture {
+export function captureValue(
+  encode: (value: unknown) => WireResponse,
+  unrecorded: () => Promise<Error>,
+): OutcomeCapture {
   return (handled, hooks) =>
     handled.pipe(
       catchError((error: unknown) =>
@@ -34,7 +48,15 @@ export function captureValue(unrecorded: () => Promise<Error>): OutcomeCapture {
       ),
       reduce((_, value) => value, undefined as unknown),
       concatMap(async (value) => {
-        const replacement = await hooks.onEnd(encodeValue(value));
+        let wire: WireResponse;
+        try {
+          wire = encode(value);
+        } catch (err) {
+          if (!(err instanceof UnencodableValueError)) throw err;
+          if (await uncapturable(hooks, 200, 'unencodable')) throw await unrecorded();
+          return value;
+        }
+        const replacement = await hooks.onEnd(wire);
         if (replacement) throw await unrecorded();
         return value;
       }),

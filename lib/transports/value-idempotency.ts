@@ -11,7 +11,11 @@ import { InvalidIdempotencyKeyError } from '../http/idempotency-key.parser.js';
 import type { IdempotentRoute } from '../http/idempotent-route.resolver.js';
 import { RequestRefusedError } from '../http/request-refused.error.js';
 import { RequestScope } from '../http/request-scope.js';
-import { captureValue, decodeValue } from './value-capture.js';
+import { isMutationField, type GqlInfo } from './graphql-schema.js';
+import { keylessTransaction } from './keyless-transaction.js';
+import { captureValue } from './value-capture.js';
+import { UnencodableValueError } from './json-value.js';
+import type { WireResponse } from '../execution/handler-outcome.js';
 import { valueProblem } from './value-problem.js';
 import { graphqlRequest, rpcRequest, type ValueRequest } from './value-request.js';
 
@@ -29,16 +33,18 @@ export class ValueIdempotency {
   constructor(
     private readonly options: ResolvedIdempotencyOptions,
     private readonly coordinator: IdempotencyCoordinator,
-    logger: Logger,
+    private readonly logger: Logger,
   ) {
     this.requests = new RequestScope(options.getUserId, logger);
   }
 
   intercept(context: ExecutionContext, route: IdempotentRoute, next: CallHandler) {
     const args = context.getArgs();
+    const type = context.getType<ValueType>();
+    // Field resolvers and queries are reads: only a mutation's outcome is deduplicated.
+    if (type === 'graphql' && !isMutationField(args[3] as GqlInfo)) return next.handle();
     if (this.handled.has(args)) return next.handle();
     this.handled.add(args);
-    const type = context.getType<ValueType>();
     const request =
       type === 'graphql'
         ? graphqlRequest(context, this.options)
@@ -63,20 +69,23 @@ export class ValueIdempotency {
       if (!(err instanceof InvalidIdempotencyKeyError)) throw err;
       throw await fail(400, ProblemCode.KeyInvalid, { detail: err.message });
     }
-    if (key === undefined) {
-      if (!route.required) return { result: next.handle() };
-      throw await fail(400, ProblemCode.KeyMissing);
-    }
     const endpoint = route.endpoint ?? request.endpoint;
-    let userId = '';
+    if (key === undefined) {
+      if (route.required) throw await fail(400, ProblemCode.KeyMissing);
+      if (!route.transactional) return { result: next.handle() };
+      const open = () => this.coordinator.plainTransaction();
+      return { result: keylessTransaction(carrier, endpoint, open, next) };
+    }
+    let userId: string;
     try {
-      // RPC messages have no user: their keys are scoped by pattern only (callers are services).
-      if (request.req) userId = this.requests.userId(request.req, endpoint);
+      userId = request.req
+        ? this.requests.userId(request.req, endpoint)
+        : (request.userId?.() ?? '');
     } catch (err) {
       if (!(err instanceof RequestRefusedError)) throw err;
       throw await fail(err.status, err.code, { detail: err.message });
     }
-    const requestHash = fingerprintRequest(type.toUpperCase(), endpoint, request.input);
+    const requestHash = fingerprintRequest(type.toUpperCase(), endpoint, request.input());
     const scope = { key, endpoint, userId };
     const decision = await this.coordinator.decide({ scope, requestHash, route });
     switch (decision.type) {
@@ -87,7 +96,7 @@ export class ValueIdempotency {
             extensions: { original_status: response.statusCode },
           });
         }
-        return { result: of(decodeValue({ ...response, body: response.body })) };
+        return { result: of(request.decode(response.body)) };
       }
       case 'reject':
         throw await this.reject(type, decision.code);
@@ -95,11 +104,27 @@ export class ValueIdempotency {
         const { execution } = decision;
         const unrecorded = () => this.reject(type, ProblemCode.StoreUnavailable);
         return {
-          result: execution.run(carrier, next, captureValue(unrecorded)),
+          result: execution.run(carrier, next, captureValue(this.encoder(request), unrecorded)),
           cancel: () => execution.cancel(),
         };
       }
     }
+  }
+
+  /** The request's encoding, saying why a value cannot be stored (the execution logs only that). */
+  private encoder(request: ValueRequest): (value: unknown) => WireResponse {
+    return (value) => {
+      try {
+        return request.encode(value);
+      } catch (err) {
+        if (err instanceof UnencodableValueError) {
+          this.logger.warn(
+            `${request.endpoint}: the returned value cannot be stored: ${err.message}`,
+          );
+        }
+        throw err;
+      }
+    };
   }
 
   private reject(type: ValueType, code: RejectCode): Promise<Error> {

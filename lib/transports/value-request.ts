@@ -3,6 +3,14 @@ import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import { InvalidIdempotencyKeyError, parseIdempotencyKey } from '../http/idempotency-key.parser.js';
 import { rawHeaders } from '../http/http-adapter.utils.js';
 import type { IdempotencyRequest } from '../interfaces/idempotency-module-options.interface.js';
+import { normalizeUserId } from '../http/request-scope.js';
+import type { WireResponse } from '../execution/handler-outcome.js';
+import { canonicalJson } from '../execution/request-fingerprint.js';
+import { graphqlFingerprintInput } from './graphql-fingerprint.js';
+import { encodeGraphQLOutput } from './graphql-output.js';
+import { replayGraphQLOutput } from './graphql-replay.js';
+import type { GqlInfo } from './graphql-schema.js';
+import { decodeValue, encodeValue, jsonWire } from './value-capture.js';
 
 /** What a GraphQL resolver or RPC handler call is, read once from its context. */
 export interface ValueRequest {
@@ -12,8 +20,14 @@ export interface ValueRequest {
   endpoint: string;
   /** The HTTP request under a GraphQL operation (for `getUserId`); none for RPC. */
   req?: IdempotencyRequest;
-  /** What is fingerprinted: the resolver's args, or the message payload. */
-  input: unknown;
+  /** RPC: the user scope from `getRpcUserId` (GraphQL reads `req` with `getUserId`). */
+  userId?: () => string;
+  /** What is fingerprinted: the resolver's args and selection, or the message payload. */
+  input(): unknown;
+  /** What is stored of the returned value; throws `UnencodableValueError`. */
+  encode(value: unknown): WireResponse;
+  /** What a replay returns, from the stored body. */
+  decode(body: Buffer): unknown;
 }
 
 /** Apollo and most drivers put the HTTP request on the context as `req` (Mercurius: `request`). */
@@ -35,7 +49,7 @@ export function graphqlRequest(
     unknown,
     unknown,
     GraphQLContext,
-    FieldInfo,
+    FieldInfo & GqlInfo,
   ];
   const req: IdempotencyRequest = gqlContext?.req ?? gqlContext?.request;
   const field = `${info?.parentType?.name ?? 'Mutation'}.${info?.fieldName ?? context.getHandler().name}`;
@@ -43,7 +57,10 @@ export function graphqlRequest(
     key: () => (req ? parseIdempotencyKey(rawHeaders(req), options.headerName) : undefined),
     endpoint: field,
     req,
-    input: args,
+    input: () => graphqlFingerprintInput(info, args),
+    encode: (value) =>
+      jsonWire(JSON.stringify(encodeGraphQLOutput(value, info, options.maxResponseBytes))),
+    decode: (body) => replayGraphQLOutput(JSON.parse(body.toString('utf8')), info),
   };
 }
 
@@ -56,6 +73,7 @@ export function rpcRequest(
   const rpcContext = rpc.getContext<{ getPattern?: () => unknown } | undefined>();
   const pattern =
     rpcContext?.getPattern?.() ?? `${context.getClass().name}.${context.getHandler().name}`;
+  const maxBytes = options.maxResponseBytes;
   return {
     key: () => {
       const value = options.getRpcKey(data, rpcContext);
@@ -66,7 +84,30 @@ export function rpcRequest(
       // The same rules as the header: a printable-ASCII key of at most 255 characters.
       return parseIdempotencyKey([options.headerName, value], options.headerName);
     },
-    endpoint: `RPC ${typeof pattern === 'string' ? pattern : JSON.stringify(pattern)}`,
-    input: data,
+    endpoint: `RPC ${normalizePattern(pattern)}`,
+    userId: () => normalizeUserId(options.getRpcUserId(data, rpcContext), false),
+    input: () => data,
+    encode: (value) => encodeValue(value, maxBytes),
+    decode: (body) => decodeValue(body),
   };
+}
+
+/**
+ * The pattern as the microservice server routes it: a JSON object pattern, however its keys are
+ * ordered or spaced, is one pattern (keys sorted, as Nest's `transformPatternToRoute` does).
+ */
+export function normalizePattern(pattern: unknown): string {
+  let parsed = pattern;
+  if (typeof pattern === 'string') {
+    try {
+      parsed = JSON.parse(pattern);
+    } catch {
+      return pattern;
+    }
+  }
+  return parsed !== null && typeof parsed === 'object'
+    ? canonicalJson(parsed)
+    : typeof pattern === 'string'
+      ? pattern
+      : String(pattern);
 }

@@ -372,12 +372,20 @@ describe.each<Platform>(['express', 'fastify'])('lifecycle on %s', (platform) =>
     expect(row).toMatchObject({ status: 'completed', status_code: 201, response_raw: null });
   });
 
-  it('releases the key of a streamed response instead of leaving it in progress', async () => {
+  it('completes a streamed response without a body: a retry gets 409 not replayable, never a second run', async () => {
     const k = key();
+    const ran = f.exec.count('stream');
     const first = await send(f.url, '/stream', { key: k });
     expect(first.text).toBe('chunk-1chunk-2');
-    await new Promise((r) => setTimeout(r, 100));
-    expect(await db.records('idempotency_key = $1', [k])).toHaveLength(0);
+    const again = await send(f.url, '/stream', { key: k });
+    expect(again.status).toBe(409);
+    expect(again.json()).toMatchObject({
+      code: 'idempotency_response_not_replayable',
+      original_status: 201,
+    });
+    expect(f.exec.count('stream')).toBe(ran + 1);
+    const [row] = await db.records('idempotency_key = $1', [k]);
+    expect(row).toMatchObject({ status: 'completed', status_code: 201, response_raw: null });
   });
 
   it('stores and replays a handler that writes the response itself (@Res())', async () => {

@@ -14,8 +14,14 @@ import { createServer } from 'node:net';
 import { firstValueFrom } from 'rxjs';
 import { Idempotent, IdempotencyModule, ProblemCode } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+import { sendTcpMessage } from '../fixtures/tcp-message.js';
 
 let runs = 0;
+const cycle = () => {
+  const p: Record<string, unknown> = { id: 'pay_cycle' };
+  p.account = { payments: [p] };
+  return p;
+};
 
 @Controller()
 class PaymentsHandler {
@@ -26,11 +32,34 @@ class PaymentsHandler {
     return { id: `pay_${runs}`, amount: data.amount, run: runs };
   }
 
+  @MessagePattern({ cmd: 'charge', v: 1 })
+  @Idempotent()
+  charge(@Payload() data: { amount: number; tenant?: string }) {
+    runs++;
+    return { run: runs, amount: data.amount, tenant: data.tenant ?? null };
+  }
+
+  /** What JSON cannot carry, after the operation ran. */
+  @MessagePattern('payments.unencodable')
+  @Idempotent()
+  unencodable(@Payload() data: { kind: 'bigint' | 'cycle' }) {
+    runs++;
+    return data.kind === 'bigint' ? { amount: 10n ** 20n } : cycle();
+  }
+
   @MessagePattern('payments.header')
   @Idempotent({ required: true })
   header(@Payload() data: { amount: number; meta?: { key?: string } }) {
     runs++;
     return { run: runs, amount: data.amount };
+  }
+}
+
+async function until(condition: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('condition not met in 20 s');
+    await new Promise((r) => setTimeout(r, 25));
   }
 }
 
@@ -47,6 +76,7 @@ describe('@Idempotent() on microservice (TCP) message handlers', () => {
   let db: MigratedDatabase;
   let server: INestMicroservice;
   let client: ClientProxy;
+  let port: number;
   const send = (pattern: string, data: object) => firstValueFrom(client.send(pattern, data));
 
   beforeAll(async () => {
@@ -58,12 +88,14 @@ describe('@Idempotent() on microservice (TCP) message handlers', () => {
           cleanup: { enabled: false },
           getRpcKey: (data: { idempotencyKey?: string; meta?: { key?: string } }) =>
             data?.idempotencyKey ?? data?.meta?.key,
+          getRpcUserId: (data: { tenant?: unknown }) => data?.tenant as string | undefined,
         }),
       ],
       controllers: [PaymentsHandler],
     })
     class AppModule {}
-    const address = { host: '127.0.0.1', port: await freePort() };
+    port = await freePort();
+    const address = { host: '127.0.0.1', port };
     const options: TcpOptions = { transport: Transport.TCP, options: address };
     server = await NestFactory.createMicroservice(AppModule, { ...options, logger: false });
     await server.listen();
@@ -114,4 +146,68 @@ describe('@Idempotent() on microservice (TCP) message handlers', () => {
     });
     expect(runs).toBe(before + 1);
   });
+
+  it('one object pattern however its keys are ordered or spaced: one scope, one run', async () => {
+    const idempotencyKey = randomUUID();
+    const before = runs;
+    const patterns = [
+      '{"cmd":"charge","v":1}',
+      '{"v":1,"cmd":"charge"}',
+      '{ "cmd" : "charge", "v": 1 }',
+    ];
+    const replies = [];
+    for (const pattern of patterns) {
+      replies.push(await sendTcpMessage(port, pattern, { amount: 3, idempotencyKey }));
+    }
+    expect(replies.map((r) => r.response)).toEqual(
+      Array(3).fill({ run: before + 1, amount: 3, tenant: null }),
+    );
+    expect(runs).toBe(before + 1);
+    const rows = await db.records('idempotency_key = $1', [idempotencyKey]);
+    expect(rows.map((r) => r.endpoint)).toEqual(['RPC {"cmd":"charge","v":1}']);
+  });
+
+  it('getRpcUserId scopes keys per user, as getUserId does for HTTP', async () => {
+    const idempotencyKey = randomUUID();
+    const pattern = { cmd: 'charge', v: 1 };
+    const before = runs;
+    const a = await send(pattern as never, { amount: 4, tenant: 'acme', idempotencyKey });
+    const b = await send(pattern as never, { amount: 4, tenant: 'globex', idempotencyKey });
+    expect(await send(pattern as never, { amount: 4, tenant: 'acme', idempotencyKey })).toEqual(a);
+    expect([a, b]).toEqual([
+      { run: before + 1, amount: 4, tenant: 'acme' },
+      { run: before + 2, amount: 4, tenant: 'globex' },
+    ]);
+    const rows = await db.records('idempotency_key = $1', [idempotencyKey]);
+    expect(rows.map((r) => r.user_id).sort()).toEqual(['acme', 'globex']);
+    await expect(
+      send(pattern as never, { amount: 4, tenant: { id: 1 }, idempotencyKey: randomUUID() }),
+    ).rejects.toMatchObject({ code: ProblemCode.Misconfigured });
+  });
+
+  it.each(['bigint', 'cycle'] as const)(
+    'a returned value JSON cannot hold (%s): the handler never runs again, retries say not replayable',
+    async (kind) => {
+      const idempotencyKey = randomUUID();
+      const before = runs;
+      const heap = process.memoryUsage().heapUsed;
+      // Nest's TCP server cannot serialize the reply either: the first caller gets none.
+      void sendTcpMessage(port, 'payments.unencodable', { kind, idempotencyKey }).catch(
+        () => undefined,
+      );
+      await until(
+        async () =>
+          (await db.records('idempotency_key = $1', [idempotencyKey]))[0]?.status === 'completed',
+      );
+      const retry = await sendTcpMessage(port, 'payments.unencodable', { kind, idempotencyKey });
+      expect(retry.err).toMatchObject({
+        code: ProblemCode.NotReplayable,
+        original_status: 200,
+      });
+      expect(runs).toBe(before + 1);
+      expect(process.memoryUsage().heapUsed - heap).toBeLessThan(200 * 1024 * 1024);
+      const [row] = await db.records('idempotency_key = $1', [idempotencyKey]);
+      expect(row).toMatchObject({ status: 'completed', response_body: null, status_code: 200 });
+    },
+  );
 });

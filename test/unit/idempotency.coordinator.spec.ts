@@ -5,7 +5,9 @@ import type { DataSource } from 'typeorm';
 import { ProblemCode } from '../../lib/idempotency.constants.js';
 import { resolveIdempotencyOptions } from '../../lib/idempotency.defaults.js';
 import { IdempotencyCoordinator } from '../../lib/execution/idempotency.coordinator.js';
-import { captureValue } from '../../lib/transports/value-capture.js';
+import { captureValue, encodeValue } from '../../lib/transports/value-capture.js';
+
+const encode = (value: unknown) => encodeValue(value, 1_000_000);
 import { ReplayCache } from '../../lib/execution/replay-cache.js';
 import type { IdempotentRoute } from '../../lib/http/idempotent-route.resolver.js';
 import type {
@@ -153,7 +155,7 @@ describe('IdempotencyCoordinator (transport-free decisions)', () => {
       decision.execution.run(
         [],
         { handle: () => of({ id: 7 }) },
-        captureValue(async () => new Error('x')),
+        captureValue(encode, async () => new Error('x')),
       ),
     );
     expect(value).toEqual({ id: 7 });
@@ -178,7 +180,7 @@ describe('IdempotencyCoordinator (transport-free decisions)', () => {
         decision.execution.run(
           [],
           failing,
-          captureValue(async () => new Error('x')),
+          captureValue(encode, async () => new Error('x')),
         ),
       ),
     ).rejects.toThrow('boom');

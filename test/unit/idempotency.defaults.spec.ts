@@ -28,6 +28,14 @@ describe('resolveIdempotencyOptions', () => {
     expect(resolveIdempotencyOptions({ dataSource }).store).toBeNull();
   });
 
+  it("getRpcUserId: no user by default (the shared scope), the app's function when given", () => {
+    expect(resolveIdempotencyOptions({ dataSource }).getRpcUserId({ tenant: 't1' }, {})).toBe(
+      undefined,
+    );
+    const o = resolveIdempotencyOptions({ dataSource, getRpcUserId: (data) => data.tenant });
+    expect(o.getRpcUserId({ tenant: 't1' }, {})).toBe('t1');
+  });
+
   it('merges nested cleanup options over the defaults', () => {
     const o = resolveIdempotencyOptions({ dataSource, cleanup: { batchSize: 10 } });
     expect(o.cleanup).toEqual({ ...IDEMPOTENCY_DEFAULTS.cleanup, batchSize: 10 });

@@ -55,7 +55,7 @@ describe('holdResponse on a real ServerResponse', () => {
           captured.push(wire);
           await stored.promise;
         },
-        onStream: async () => undefined,
+        onUncapturable: async () => undefined,
       });
       res.statusCode = 201;
       res.setHeader('content-type', 'application/json');
@@ -82,7 +82,10 @@ describe('holdResponse on a real ServerResponse', () => {
   it('drops a second writer while the first response is held (the first is what was stored)', async () => {
     const stored = gate();
     const { received } = await exchange((res) => {
-      holdResponse(res, allow, { onEnd: () => stored.promise, onStream: async () => undefined });
+      holdResponse(res, allow, {
+        onEnd: () => stored.promise,
+        onUncapturable: async () => undefined,
+      });
       res.statusCode = 200;
       res.end('first');
       // An exception filter answering a handler that threw after sending.
@@ -96,7 +99,7 @@ describe('holdResponse on a real ServerResponse', () => {
     expect(got.headers['x-filter']).toBeUndefined();
   });
 
-  it('gates a stream on onStream: no byte leaves before it resolves, then all of it does', async () => {
+  it('gates a stream on onUncapturable (streamed): no byte leaves before it resolves, then all of it does', async () => {
     const committed = gate();
     let streamed = 0;
     const { received, started } = await exchange((res) => {
@@ -104,7 +107,8 @@ describe('holdResponse on a real ServerResponse', () => {
         onEnd: async () => {
           throw new Error('a stream is never offered for storage');
         },
-        onStream: async () => {
+        onUncapturable: async (status, reason) => {
+          expect([status, reason]).toEqual([200, 'streamed']);
           streamed++;
           await committed.promise;
         },
@@ -122,7 +126,7 @@ describe('holdResponse on a real ServerResponse', () => {
   });
 
   it.each(['end', 'stream'] as const)(
-    'sends the replacement onEnd/onStream returns (%s)',
+    'sends the replacement onEnd/onUncapturable returns (%s)',
     async (how) => {
       const replacement: WireResponse = {
         statusCode: 503,
@@ -132,7 +136,7 @@ describe('holdResponse on a real ServerResponse', () => {
       const { received } = await exchange((res) => {
         holdResponse(res, allow, {
           onEnd: async () => replacement,
-          onStream: async () => replacement,
+          onUncapturable: async () => replacement,
         });
         res.statusCode = 201;
         if (how === 'stream') res.write('partial');

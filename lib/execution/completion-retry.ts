@@ -1,0 +1,138 @@
+import { Inject, Injectable, type LoggerService, type OnModuleDestroy } from '@nestjs/common';
+import { IDEMPOTENCY_STORE } from '../idempotency.constants.js';
+import { COMPLETION_RETRY } from '../idempotency.defaults.js';
+import type {
+  CompletedRecord,
+  Completion,
+  IdempotencyStore,
+  Lease,
+} from '../store/idempotency-store.interface.js';
+
+/** The background retries still running, per store: stopped when its module is destroyed. */
+const running = new WeakMap<IdempotencyStore, Set<CompletionRetry>>();
+
+export interface CompletionRetryContext {
+  store: IdempotencyStore;
+  lease: Lease;
+  leaseSeconds: number;
+  logger: LoggerService;
+  describe: () => string;
+}
+
+/**
+ * What to write once the full completion was refused, in order: the bytes alone (no derived
+ * copy, no transaction id), then only that the handler ran, with its status (`unrecorded`).
+ */
+export function fallbackCompletions(c: Completion): Completion[] {
+  const statusOnly: Completion = {
+    statusCode: c.statusCode,
+    headers: {},
+    body: null,
+    bodyDigest: null,
+    omitted: c.body === null && !c.bodyDigest ? (c.omitted ?? 'unrecorded') : 'unrecorded',
+    transactionId: null,
+    ttlSeconds: c.ttlSeconds,
+    bytesOnly: true,
+  };
+  if (c.body === null && !c.bodyDigest) return [statusOnly];
+  return [{ ...c, bytesOnly: true, transactionId: null }, statusOnly];
+}
+
+type Written = { record: CompletedRecord | null } | { failure: Error };
+
+async function writeFirst(
+  ctx: CompletionRetryContext,
+  completions: Completion[],
+): Promise<Written> {
+  let failure = new Error('nothing to write');
+  for (const completion of completions) {
+    try {
+      return { record: await ctx.store.complete(ctx.lease, completion) };
+    } catch (err) {
+      failure = err as Error;
+    }
+  }
+  return { failure };
+}
+
+/**
+ * The handler ran and its completion write failed: a retry must never run it again, so the key
+ * is never freed. Tries the fallbacks now; if none is written, keeps the lease renewed and
+ * retries in the background with backoff for as long as the process lives (until its module is
+ * destroyed). Resolves with the immediate attempt: the record, or null (lost, or still retrying).
+ */
+export async function completeUntilStored(
+  ctx: CompletionRetryContext,
+  completions: Completion[],
+): Promise<CompletedRecord | null> {
+  const first = await writeFirst(ctx, completions);
+  if (!('failure' in first)) return first.record;
+  ctx.logger.error?.(
+    `${ctx.describe()} stays in progress while its completion is retried in the background: ${first.failure.message}`,
+  );
+  const retries = running.get(ctx.store) ?? new Set();
+  running.set(ctx.store, retries);
+  new CompletionRetry(ctx, completions, retries).schedule();
+  return null;
+}
+
+class CompletionRetry {
+  private timer?: NodeJS.Timeout;
+  private attempt: Promise<void> = Promise.resolve();
+  private delayMs = COMPLETION_RETRY.firstDelayMs;
+  private stopped = false;
+
+  constructor(
+    private readonly ctx: CompletionRetryContext,
+    private readonly completions: Completion[],
+    private readonly retries: Set<CompletionRetry>,
+  ) {
+    retries.add(this);
+  }
+
+  schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => (this.attempt = this.tick()), this.delayMs);
+    this.timer.unref();
+    const renewEveryMs = (this.ctx.leaseSeconds * 1000) / 3;
+    this.delayMs = Math.min(this.delayMs * 2, COMPLETION_RETRY.maxDelayMs, renewEveryMs);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.retries.delete(this);
+    await this.attempt;
+  }
+
+  private async tick(): Promise<void> {
+    const { store, lease, leaseSeconds, logger, describe } = this.ctx;
+    const written = await writeFirst(this.ctx, this.completions);
+    if (this.stopped) return;
+    if (!('failure' in written)) {
+      if (written.record) logger.log?.(`${describe()}: completion written after retrying`);
+      else logger.error?.(`Lost the claim of ${describe()} while retrying its completion`);
+      void this.stop();
+      return;
+    }
+    // Keeps the claim held meanwhile, however long the store refuses the completion.
+    const held = await store.renew(lease, leaseSeconds).catch(() => true);
+    if (!held) {
+      logger.error?.(`Lost the claim of ${describe()} while retrying its completion`);
+      void this.stop();
+      return;
+    }
+    this.schedule();
+  }
+}
+
+/** Stops the background completion retries of the module's store before it shuts down. */
+@Injectable()
+export class CompletionRetryShutdown implements OnModuleDestroy {
+  constructor(@Inject(IDEMPOTENCY_STORE) private readonly store: IdempotencyStore) {}
+
+  async onModuleDestroy(): Promise<void> {
+    const retries = running.get(this.store);
+    if (retries) await Promise.all([...retries].map((retry) => retry.stop()));
+  }
+}

@@ -1,0 +1,134 @@
+import { STORED_PARENT, STORED_TYPE } from './graphql-output.js';
+import {
+  collectFields,
+  type GqlInfo,
+  type GqlNode,
+  type GqlType,
+  kindOf,
+} from './graphql-schema.js';
+
+/** A leaf already in its sent form, which the schema's patched `serialize` passes through. */
+class Serialized {
+  constructor(readonly value: unknown) {}
+
+  toJSON(): unknown {
+    return this.value;
+  }
+
+  toString(): string {
+    return String(this.value);
+  }
+}
+
+/** The object type a replayed object stands for (read by the patched type resolvers). */
+const REPLAYED_TYPE = Symbol('nestjs-pg-idempotency:replayed-type');
+const patched = new WeakMap<object, Set<string>>();
+
+/**
+ * The value a resolver returns on a replay so that GraphQL sends exactly the stored data: objects
+ * keyed by field name, enum names turned back into their internal values, and a scalar whose
+ * `serialize` would not give the stored output again (a `DateTime` from its own string) wrapped
+ * so that its `serialize` passes it through. The query is the first call's (the fingerprint
+ * covers the selection), so the stored data has every selected field.
+ */
+export function replayGraphQLOutput(stored: unknown, info: GqlInfo): unknown {
+  return build(info, info.returnType, info.fieldNodes, stored);
+}
+
+function build(info: GqlInfo, type: GqlType, nodes: readonly GqlNode[], stored: unknown): unknown {
+  const kind = kindOf(type);
+  if (kind === 'NonNull') return build(info, type.ofType!, nodes, stored);
+  if (stored === null || stored === undefined) return null;
+  switch (kind) {
+    case 'List':
+      return (stored as unknown[]).map((item) => build(info, type.ofType!, nodes, item));
+    case 'Scalar':
+    case 'Enum':
+      return leaf(type, stored);
+    case 'Interface':
+    case 'Union': {
+      patchOnce(type, 'resolveType', (value) => (value as Replayed)?.[REPLAYED_TYPE]);
+      const concrete = info.schema.getType((stored as Record<string, string>)[STORED_TYPE]);
+      return object(info, concrete!, nodes, stored as Record<string, unknown>);
+    }
+    default:
+      return object(info, type, nodes, stored as Record<string, unknown>);
+  }
+}
+
+type Replayed = Record<string | symbol, unknown>;
+
+function object(
+  info: GqlInfo,
+  type: GqlType,
+  nodes: readonly GqlNode[],
+  stored: Record<string, unknown>,
+): Replayed {
+  patchOnce(type, 'isTypeOf', (value) => {
+    const replayed = (value as Replayed)?.[REPLAYED_TYPE];
+    return replayed === undefined ? undefined : replayed === type.name;
+  });
+  // What a field resolver run again reads on its parent; the selected fields go over it.
+  const out: Replayed = { ...(stored[STORED_PARENT] as object), __typename: type.name };
+  Object.defineProperty(out, REPLAYED_TYPE, { value: type.name });
+  const fields = type.getFields!();
+  for (const [key, fieldNodes] of collectFields(info, type, nodes)) {
+    const name = fieldNodes[0].name!.value;
+    const field = fields[name];
+    if (!field || !Object.hasOwn(stored, key)) continue;
+    const value = build(info, field.type, fieldNodes, stored[key]);
+    // Two aliases of one field read the same property: their selections merge.
+    out[name] = Object.hasOwn(out, name) ? merge(out[name], value) : value;
+  }
+  return out;
+}
+
+function merge(a: unknown, b: unknown): unknown {
+  if (Array.isArray(a) && Array.isArray(b)) return a.map((item, i) => merge(item, b[i]));
+  if (!a || !b || typeof a !== 'object' || typeof b !== 'object') return a;
+  if (a instanceof Serialized) return a;
+  const out = a as Replayed;
+  for (const [key, value] of Object.entries(b)) {
+    out[key] = Object.hasOwn(out, key) ? merge(out[key], value) : value;
+  }
+  return out;
+}
+
+function leaf(type: GqlType, stored: unknown): unknown {
+  const candidate = kindOf(type) === 'Enum' ? type.getValue!(stored as string)?.value : stored;
+  if (reproduces(type, candidate, stored)) return candidate;
+  patchOnce(type, 'serialize', (value) => (value instanceof Serialized ? value : undefined));
+  return new Serialized(stored);
+}
+
+function reproduces(type: GqlType, candidate: unknown, stored: unknown): boolean {
+  try {
+    const out = type.serialize!(candidate);
+    return Object.is(out, stored) || JSON.stringify(out) === JSON.stringify(stored);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Wraps one method of a schema type, once: `answer` decides for replayed values (a defined
+ * result), everything else goes to the original. A `Serialized` leaf answers with its value.
+ * A type without the method is left alone: GraphQL's default then reads `__typename`.
+ */
+function patchOnce(
+  type: GqlType,
+  method: 'serialize' | 'resolveType' | 'isTypeOf',
+  answer: (value: unknown) => unknown,
+): void {
+  const target = type as Record<string, unknown>;
+  const original = target[method] as ((...args: unknown[]) => unknown) | undefined;
+  const methods = patched.get(type) ?? new Set<string>();
+  if (!original || methods.has(method)) return;
+  patched.set(type, methods.add(method));
+  target[method] = function (this: unknown, value: unknown, ...rest: unknown[]) {
+    const replayed = answer(value);
+    if (replayed instanceof Serialized) return replayed.value;
+    if (replayed !== undefined) return replayed;
+    return original.call(this, value, ...rest);
+  };
+}

@@ -1,0 +1,24 @@
+import { describe, expect, it } from '@jest/globals';
+import { normalizePattern } from '../../lib/transports/value-request.js';
+
+describe('normalizePattern (the RPC scope endpoint)', () => {
+  it('one object pattern, whatever its key order and spacing, nested objects included', () => {
+    const forms = [
+      '{"cmd":"charge","v":1,"x":{"b":2,"a":1}}',
+      '{"x":{"a":1,"b":2},"v":1,"cmd":"charge"}',
+      '{ "v" : 1 ,\n "cmd": "charge", "x": { "b": 2, "a": 1 } }',
+    ];
+    expect(new Set(forms.map(normalizePattern))).toEqual(
+      new Set(['{"cmd":"charge","v":1,"x":{"a":1,"b":2}}']),
+    );
+    expect(normalizePattern({ v: 1, cmd: 'charge' })).toBe('{"cmd":"charge","v":1}');
+  });
+
+  it('string and number patterns stay as written; other values differ from objects', () => {
+    expect(normalizePattern('payments.create')).toBe('payments.create');
+    expect(normalizePattern(' payments.create')).toBe(' payments.create');
+    expect(normalizePattern('42')).toBe('42');
+    expect(normalizePattern(42)).toBe('42');
+    expect(normalizePattern('{"cmd":"a"}')).not.toBe(normalizePattern('{"cmd":"b"}'));
+  });
+});
