@@ -187,6 +187,16 @@ export interface IdempotencyModuleOptions {
    */
   statementTimeoutMs?: number;
   /**
+   * Send the library's statements as named prepared statements (parsed once per connection).
+   * Behind a transaction pooler that does not track them (PgBouncer in `pool_mode = transaction`
+   * before 1.21, or with `max_prepared_statements = 0`), set `false`: every statement is then sent
+   * unnamed, which works on any server connection. Start-up is refused when such a pooler is
+   * detected with this on.
+   * @default true
+   * @example false // PgBouncer 1.18-1.23 in transaction pooling mode
+   */
+  preparedStatements?: boolean;
+  /**
    * Completed responses kept in memory so a repeated replay needs no round trip. Entries die
    * before the record expires (measured by the database clock) and after `ttlSeconds` at most;
    * `false` turns it off (every replay then reads PostgreSQL once).
