@@ -13,6 +13,7 @@ import {
   type IdempotencyContext,
   type IdempotencyModuleOptions,
 } from '../../lib/index.js';
+import { bootError } from '../fixtures/boot-error.js';
 import { send } from '../fixtures/http-client.js';
 import { listenApp, type ListeningApp } from '../fixtures/listen.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
@@ -62,13 +63,6 @@ async function startApp(url: string, options: Partial<IdempotencyModuleOptions> 
   })
   class AppModule {}
   return { exec, app: await listenApp(AppModule) };
-}
-
-async function bootError(url: string, options: Partial<IdempotencyModuleOptions> = {}) {
-  const started = await startApp(url, options).catch((err: Error) => err);
-  if (started instanceof Error) return started.message;
-  await started.app.close();
-  return 'the app started';
 }
 
 /** Every route × key sent COPIES times at once, CONCURRENCY in flight; then each key once more. */
@@ -139,7 +133,7 @@ describe('behind PgBouncer 1.18', () => {
 
   it('transaction pooling with named statements: start-up refused, naming the settings', async () => {
     bouncer = await startPgBouncer({ poolMode: 'transaction', defaultPoolSize: 4 });
-    const message = await bootError(bouncer.url(db.name));
+    const message = await bootError(startApp(bouncer.url(db.name)).then((s) => s.app));
     expect(message).toMatch(/transaction pool/);
     expect(message).toMatch(/preparedStatements: false/);
     expect(message).toMatch(/max_prepared_statements/);

@@ -22,6 +22,7 @@ import { buildSingleCommitStatements, type SingleCommitStatements } from './sing
 import { type SingleCommit, singleCommitTransaction } from './single-commit-transaction.js';
 import { pipelineWithin } from './pg-pipeline.js';
 import { withoutNames } from './unnamed-statements.js';
+import { readOnlyTransactionError } from './topology-check.js';
 import { lazyTransaction, transactionHandle } from './lazy-transaction.js';
 import {
   DeadlinePool,
@@ -169,6 +170,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
         this.pool.timeoutMs,
       );
       settledValue(begin);
+      if (settledValue(lock).rows[0]?.read_only === true) throw readOnlyTransactionError();
       const row = {
         ...(settledValue(lookup).rows[0] as unknown as ExistingRow),
         locked: settledValue(lock).rows[0]?.locked === true,

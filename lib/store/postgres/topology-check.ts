@@ -1,6 +1,13 @@
 import type { DeadlinePool } from './pg-deadline.js';
 import { probeTransactionPooler } from './transaction-pooler.probe.js';
 
+/** A single-commit claim found its transaction read-only: its record could never be written. */
+export function readOnlyTransactionError(): Error {
+  return new Error(
+    'nestjs-pg-idempotency: the transaction is read-only (a standby, or default_transaction_read_only = on), so the handler was not run: point the DataSource at a read-write primary',
+  );
+}
+
 /** The columns claims name in `ON CONFLICT`: a unique index on exactly these must exist. */
 const SCOPE = ['endpoint', 'idempotency_key', 'user_id'];
 
