@@ -20,7 +20,8 @@ export interface IdempotencyCleanupOptions {
    */
   cron?: string;
   /**
-   * Rows deleted per statement; each batch is its own short transaction.
+   * Rows deleted per statement. A run's statements share one transaction (it holds the cleanup
+   * lock), committed at the end of the run.
    * @default 1000 (smaller batches keep claim latency flat while a large backlog is deleted)
    */
   batchSize?: number;
