@@ -8,6 +8,7 @@ import type { IdempotencyStore } from '../idempotency-store.interface.js';
 import { DeadlinePool, type Pool } from './pg-deadline.js';
 import { PostgresIdempotencyStore } from './postgres-idempotency.store.js';
 import { topologyProblems } from './topology-check.js';
+import type { ClientFactory } from './transaction-pooler.probe.js';
 
 /** One row per required column that is absent; `table_exists` tells a missing table from a column. */
 const CHECK = `SELECT w.rel, w.col, to_regclass(w.rel) IS NOT NULL AS table_exists
@@ -18,8 +19,8 @@ const CHECK = `SELECT w.rel, w.col, to_regclass(w.rel) IS NOT NULL AS table_exis
 
 /**
  * Fails bootstrap when the library's migrations were not run, or the database cannot serve
- * claims (see `topologyProblems`), instead of answering 503 to every keyed request. Runs at `onApplicationBootstrap`, so migrations run by the app at module init
- * are in place. A database that does not answer is not a reason to refuse to start: the app
+ * claims (see `topologyProblems`), instead of answering 503 to every keyed request. Runs at
+ * `onApplicationBootstrap`, so migrations run by the app at module init are in place. A database that does not answer is not a reason to refuse to start: the app
  * starts with a warning, and keyed requests answer 503 until PostgreSQL is back.
  */
 @Injectable()
@@ -57,7 +58,7 @@ export class SchemaCheckService implements OnApplicationBootstrap {
           pool,
           { quoted: names.records, prefix: names.prefix },
           this.options.preparedStatements,
-          () => (dataSource.driver as unknown as { master: Pool }).master,
+          () => (dataSource.driver as unknown as { master: ClientFactory }).master,
         );
       }
     } catch (err) {

@@ -1,5 +1,5 @@
 import type { DeadlinePool } from './pg-deadline.js';
-import { probeTransactionPooler } from './transaction-pooler.probe.js';
+import { type ClientFactory, probeTransactionPooler } from './transaction-pooler.probe.js';
 
 /** A single-commit claim found its transaction read-only: its record could never be written. */
 export function readOnlyTransactionError(): Error {
@@ -32,7 +32,7 @@ export async function topologyProblems(
   pool: DeadlinePool,
   records: { quoted: string; prefix: string },
   preparedStatements: boolean,
-  clientFactory: () => unknown,
+  clientFactory: () => ClientFactory,
 ): Promise<string[]> {
   const { rows } = await pool.query({
     text: CHECK,
@@ -55,7 +55,7 @@ export async function topologyProblems(
     );
   }
   if (preparedStatements) {
-    const pooler = await probeTransactionPooler(clientFactory() as never, pool.timeoutMs);
+    const pooler = await probeTransactionPooler(clientFactory(), pool.timeoutMs);
     if (pooler) problems.push(pooler);
   }
   return problems;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { type Queryable, queryWithin } from './pg-deadline.js';
 
 /** pg's Pool as far as the probe needs it: its client class and connection options. */
-interface ClientFactory {
+export interface ClientFactory {
   Client: new (options: unknown) => Queryable & { connect(): Promise<void>; end(): Promise<void> };
   options: Record<string, unknown>;
 }
