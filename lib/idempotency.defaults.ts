@@ -38,6 +38,7 @@ export const IDEMPOTENCY_DEFAULTS = {
   replayAuditFlushMs: 1_000,
   replayAuditMaxBuffered: 10_000,
   statementTimeoutMs: 5_000,
+  preparedStatements: true,
   replayCache: { maxEntries: 10_000, maxBytes: 32 * 1024 * 1024, ttlSeconds: 60 },
   /** Per route (`@Idempotent({ storeResponse })`): keep the whole response for replay. */
   storeResponse: 'full' as 'full' | 'digest',
@@ -162,6 +163,7 @@ export function resolveIdempotencyOptions(
       options.statementTimeoutMs ?? d.statementTimeoutMs,
       1,
     ),
+    preparedStatements: options.preparedStatements ?? d.preparedStatements,
     getUserId: options.getUserId ?? d.getUserId,
     fingerprint: options.fingerprint ?? d.fingerprint,
     getRpcKey: options.getRpcKey ?? d.getRpcKey,

@@ -52,6 +52,7 @@ const initializedHere = new WeakSet<DataSource>();
         new PostgresIdempotencyStore(options.dataSource as DataSource, options.tableName, {
           cipher: options.encryption,
           statementTimeoutMs: options.statementTimeoutMs,
+          preparedStatements: options.preparedStatements,
         }),
     },
     SchemaCheckService,

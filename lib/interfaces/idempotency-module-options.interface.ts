@@ -20,7 +20,8 @@ export interface IdempotencyCleanupOptions {
    */
   cron?: string;
   /**
-   * Rows deleted per statement; each batch is its own short transaction.
+   * Rows deleted per statement. A run's statements share one transaction (it holds the cleanup
+   * lock), committed at the end of the run.
    * @default 1000 (smaller batches keep claim latency flat while a large backlog is deleted)
    */
   batchSize?: number;
@@ -196,6 +197,16 @@ export interface IdempotencyModuleOptions {
    * @example 2000 // clients that retry after 2 s should not wait longer than that for a 503
    */
   statementTimeoutMs?: number;
+  /**
+   * Send the library's statements as named prepared statements (parsed once per connection).
+   * Behind a transaction pooler that does not track them (PgBouncer in `pool_mode = transaction`
+   * before 1.21, or with `max_prepared_statements = 0`), set `false`: every statement is then sent
+   * unnamed, which works on any server connection. Start-up is refused when such a pooler is
+   * detected with this on.
+   * @default true
+   * @example false // PgBouncer 1.18-1.23 in transaction pooling mode
+   */
+  preparedStatements?: boolean;
   /**
    * Completed responses kept in memory so a repeated replay needs no round trip. Entries die
    * before the record expires (measured by the database clock) and after `ttlSeconds` at most;

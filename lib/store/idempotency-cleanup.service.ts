@@ -12,6 +12,7 @@ import { CLEANUP_JOB_NAME, IDEMPOTENCY_STORE } from '../idempotency.constants.js
 import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../idempotency-internal.constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import type { CleanupResult, IdempotencyStore } from './idempotency-store.interface.js';
+import { CleanupSkips } from './cleanup-skips.js';
 import { loadOptionalSchedule, type OptionalSchedule } from './optional-schedule.loader.js';
 
 /**
@@ -25,6 +26,7 @@ export class IdempotencyCleanupService
   private readonly logger = new Logger('IdempotencyCleanup');
   private job?: CronJob;
   private running?: Promise<CleanupResult>;
+  private readonly skips = new CleanupSkips();
 
   constructor(
     @Inject(IDEMPOTENCY_RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
@@ -62,7 +64,9 @@ export class IdempotencyCleanupService
 
   /**
    * Deletes expired records (older than `expires_at` plus retention) in batches. Only one app
-   * instance cleans at a time (PostgreSQL advisory lock); the others return `ran: false`.
+   * instance cleans at a time (PostgreSQL advisory lock, held by the run's transaction); the others
+   * return `ran: false`. Runs skipped three times in a row while no instance recorded a run are
+   * logged at WARN.
    */
   run(): Promise<CleanupResult> {
     this.running ??= this.store
@@ -71,6 +75,8 @@ export class IdempotencyCleanupService
         retentionSeconds: this.options.cleanup.retentionSeconds,
       })
       .then((result) => {
+        const stuck = this.skips.note(result);
+        if (stuck) this.logger.warn(stuck);
         if (result.ran) {
           const line = `Deleted ${result.deleted} expired idempotency records in ${result.batches} batches (slowest ${result.longestBatchMs} ms)`;
           // Every ten minutes by default: a run that found nothing is not news.

@@ -103,6 +103,12 @@ export interface CleanupResult {
   batches: number;
   /** Duration of the slowest single DELETE, in milliseconds. */
   longestBatchMs: number;
+  /**
+   * A skipped run only, when the store knows: the time it was skipped and when the last run any
+   * instance recorded finished (null: none), both by the database's clock. Tells runs skipped
+   * because another instance cleans from runs skipped because the lock is stuck.
+   */
+  skipped?: { at: Date; lastRunAt: Date | null };
 }
 
 /**

@@ -111,7 +111,9 @@ describe('round-trip budget', () => {
     expect(first.status).toBe(201);
     expect(sent).toHaveLength(6);
     expect(sent[0]).toBe('BEGIN');
-    expect(sent[1]).toBe('SELECT pg_try_advisory_xact_lock($1) AS locked');
+    expect(sent[1]).toMatch(
+      /^SELECT pg_try_advisory_xact_lock\(\$1\) AS locked,\s+current_setting\('transaction_read_only'\)/,
+    );
     expect(sent[2]).toMatch(/^SELECT k\.id, .* LEFT JOIN .* ON k\.idempotency_key = \$1/s);
     expect(sent[3]).toBe('SELECT $1::int AS n');
     expect(sent[4]).toMatch(/^INSERT INTO .*'completed'.*RETURNING/s);

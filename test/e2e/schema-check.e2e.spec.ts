@@ -3,18 +3,11 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { idempotencyMigrations, idempotencySchema } from '../../migrations/index.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
+import { bootError } from '../fixtures/boot-error.js';
 import { send } from '../fixtures/http-client.js';
 import { LogCapture } from '../fixtures/log-capture.js';
 import { startFixtureApp, type FixtureApp } from '../fixtures/payments.fixture.js';
 import { TcpProxy } from '../fixtures/tcp-proxy.js';
-
-/** The error bootstrap failed with; an app that started anyway is closed, so the run can end. */
-async function bootError(start: Promise<FixtureApp>): Promise<string> {
-  const app = await start.catch((err: Error) => err);
-  if (app instanceof Error) return app.message;
-  await app.close();
-  return 'the app started';
-}
 
 describe('schema check at start-up', () => {
   let bare: TestDatabase;

@@ -147,8 +147,13 @@ RETURNING expires_at, extract(epoch FROM expires_at - clock_timestamp())::float8
  WHERE id = $1 AND owner_token = $2 AND status = 'in_progress'`,
     },
     isolation: `SELECT current_setting('transaction_isolation') AS isolation`,
-    cleanupLock: `SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked`,
-    cleanupUnlock: `SELECT pg_advisory_unlock(hashtextextended($1, 0))`,
+    /**
+     * Held until the run's transaction ends: a session lock and its unlock may reach different
+     * server connections behind a transaction pooler, and a lock left on one outlives the run.
+     */
+    cleanupLock: `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked`,
+    /** For a skipped run: the database's time, and when the last run anyone recorded finished. */
+    cleanupLastRun: `SELECT now() AS checked_at, (SELECT max(finished_at) FROM ${cleanupRuns}) AS last_run_at`,
     /** One bounded batch per table; rows past `expires_at` plus retention, never a running claim. */
     cleanupBatches: [
       `DELETE FROM ${t} WHERE id IN (
@@ -165,7 +170,9 @@ RETURNING expires_at, extract(epoch FROM expires_at - clock_timestamp())::float8
   SELECT id FROM ${replays} WHERE expires_at < now() - make_interval(secs => $2)
    ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)`,
     ],
-    cleanupRun: `INSERT INTO ${cleanupRuns} (started_at, deleted, batches) VALUES ($1, $2, $3)`,
+    /** `now()` is when the run's transaction began, `clock_timestamp()` the end: the database's clock. */
+    cleanupRun: `INSERT INTO ${cleanupRuns} (started_at, finished_at, deleted, batches)
+VALUES (now(), clock_timestamp(), $1, $2)`,
     /** The run log is pruned too; its rows are few (one per run), so one statement. */
     cleanupOldRuns: `DELETE FROM ${cleanupRuns} WHERE finished_at < now() - make_interval(secs => $1)`,
   };

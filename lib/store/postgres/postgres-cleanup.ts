@@ -4,8 +4,11 @@ import type { IdempotencyStatements } from './idempotency.sql.js';
 import { type DeadlinePool, queryWithin } from './pg-deadline.js';
 
 /**
- * Deletes expired records, archived records and replay rows in bounded batches, each its own
- * short statement, under an advisory lock only one app instance holds at a time.
+ * Deletes expired records, archived records and replay rows in bounded batches, in one
+ * transaction that holds the cleanup's advisory lock: only one app instance cleans at a time, and
+ * the lock ends with the transaction whatever happens (also behind a transaction pooler, where
+ * one transaction keeps one server connection). The deletions commit together at the end, so a
+ * claim on a key whose expired record this run deletes waits for the run.
  */
 export async function runCleanup(
   pool: DeadlinePool,
@@ -19,37 +22,40 @@ export async function runCleanup(
     queryWithin(client, { text, values }, pool.timeoutMs);
   let failed: Error | undefined;
   try {
+    await run('BEGIN', []);
     const { rows } = await run(sql.cleanupLock, [lockName]);
-    if (!rows[0]?.locked) return { ran: false, deleted: 0, batches: 0, longestBatchMs: 0 };
-    const startedAt = new Date();
+    if (!rows[0]?.locked) {
+      const last = (await run(sql.cleanupLastRun, [])).rows[0];
+      await run('ROLLBACK', []);
+      const skipped = { at: last?.checked_at as Date, lastRunAt: last?.last_run_at as Date | null };
+      return { ran: false, deleted: 0, batches: 0, longestBatchMs: 0, skipped };
+    }
     let deleted = 0;
     let batches = 0;
     let longestBatchMs = 0;
-    try {
-      for (const [index, text] of sql.cleanupBatches.entries()) {
-        for (;;) {
-          const started = performance.now();
-          const { rowCount } = await run(text, [options.batchSize, options.retentionSeconds]);
-          longestBatchMs = Math.max(longestBatchMs, performance.now() - started);
-          batches++;
-          // Records count as deleted; replay events of those records go with them.
-          if (index < 2) deleted += rowCount ?? 0;
-          if ((rowCount ?? 0) < options.batchSize) break;
-        }
+    for (const [index, text] of sql.cleanupBatches.entries()) {
+      for (;;) {
+        const started = performance.now();
+        const { rowCount } = await run(text, [options.batchSize, options.retentionSeconds]);
+        longestBatchMs = Math.max(longestBatchMs, performance.now() - started);
+        batches++;
+        // Records count as deleted; replay events of those records go with them.
+        if (index < 2) deleted += rowCount ?? 0;
+        if ((rowCount ?? 0) < options.batchSize) break;
       }
-      await run(sql.cleanupRun, [startedAt, deleted, batches]);
-      await run(sql.cleanupOldRuns, [
-        Math.max(options.retentionSeconds, CLEANUP_RUNS_MIN_RETENTION_SECONDS),
-      ]);
-    } finally {
-      await run(sql.cleanupUnlock, [lockName]);
     }
+    await run(sql.cleanupRun, [deleted, batches]);
+    await run(sql.cleanupOldRuns, [
+      Math.max(options.retentionSeconds, CLEANUP_RUNS_MIN_RETENTION_SECONDS),
+    ]);
+    await run('COMMIT', []);
     return { ran: true, deleted, batches, longestBatchMs: Math.round(longestBatchMs) };
   } catch (err) {
     failed = err as Error;
     throw err;
   } finally {
-    // A failed connection (a hung one was ended) is not handed back for reuse.
+    // A failed connection (a hung one was ended) is not handed back for reuse; destroying it
+    // also ends its transaction, and the lock with it.
     client.release(failed);
   }
 }

@@ -21,6 +21,8 @@ import { scopeLockKey } from './scope-lock.js';
 import { buildSingleCommitStatements, type SingleCommitStatements } from './single-commit.sql.js';
 import { type SingleCommit, singleCommitTransaction } from './single-commit-transaction.js';
 import { pipelineWithin } from './pg-pipeline.js';
+import { withoutNames } from './unnamed-statements.js';
+import { readOnlyTransactionError } from './topology-check.js';
 import { lazyTransaction, transactionHandle } from './lazy-transaction.js';
 import {
   DeadlinePool,
@@ -60,7 +62,8 @@ type Transaction = IdempotencyTransaction<EntityManager>;
 
 /**
  * The PostgreSQL store. It talks to the pool of the app's TypeORM `DataSource` directly with
- * named prepared statements: one round trip per claim, one per completion. Its transactions hand
+ * named prepared statements (unnamed ones with `preparedStatements: false`): one round trip per
+ * claim, one per completion. Its transactions hand
  * handlers a TypeORM `EntityManager`.
  */
 export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager> {
@@ -80,6 +83,8 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       /** Seals stored responses (the `encryption` option); null keeps them in plaintext. */
       cipher?: ResponseCipher | null;
       statementTimeoutMs?: number;
+      /** False behind a transaction pooler that does not track named statements. */
+      preparedStatements?: boolean;
     } = {},
   ) {
     if (dataSource.options.type !== 'postgres') {
@@ -87,8 +92,11 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
         `nestjs-pg-idempotency needs a PostgreSQL DataSource, got "${dataSource.options.type}"`,
       );
     }
-    this.sql = buildStatements(tableName);
-    this.single = buildSingleCommitStatements(tableName);
+    const named = options.preparedStatements ?? IDEMPOTENCY_DEFAULTS.preparedStatements;
+    this.sql = named ? buildStatements(tableName) : withoutNames(buildStatements(tableName));
+    this.single = named
+      ? buildSingleCommitStatements(tableName)
+      : withoutNames(buildSingleCommitStatements(tableName));
     this.codec = new StoredResponseCodec(options.cipher ?? null);
     this.pool = new DeadlinePool(
       () => (this.dataSource.driver as unknown as { master: Pool }).master,
@@ -162,6 +170,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
         this.pool.timeoutMs,
       );
       settledValue(begin);
+      if (settledValue(lock).rows[0]?.read_only === true) throw readOnlyTransactionError();
       const row = {
         ...(settledValue(lookup).rows[0] as unknown as ExistingRow),
         locked: settledValue(lock).rows[0]?.locked === true,

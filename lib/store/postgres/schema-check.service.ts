@@ -7,6 +7,8 @@ import { REQUIRED_COLUMNS, tableNames } from './table-names.js';
 import type { IdempotencyStore } from '../idempotency-store.interface.js';
 import { DeadlinePool, type Pool } from './pg-deadline.js';
 import { PostgresIdempotencyStore } from './postgres-idempotency.store.js';
+import { topologyProblems } from './topology-check.js';
+import type { ClientFactory } from './transaction-pooler.probe.js';
 
 /** One row per required column that is absent; `table_exists` tells a missing table from a column. */
 const CHECK = `SELECT w.rel, w.col, to_regclass(w.rel) IS NOT NULL AS table_exists
@@ -16,9 +18,9 @@ const CHECK = `SELECT w.rel, w.col, to_regclass(w.rel) IS NOT NULL AS table_exis
                       AND a.attnum > 0 AND NOT a.attisdropped)`;
 
 /**
- * Fails bootstrap when the library's migrations were not run, instead of answering 503 to every
- * keyed request. Runs at `onApplicationBootstrap`, so migrations run by the app at module init
- * are in place. A database that does not answer is not a reason to refuse to start: the app
+ * Fails bootstrap when the library's migrations were not run, or the database cannot serve
+ * claims (see `topologyProblems`), instead of answering 503 to every keyed request. Runs at
+ * `onApplicationBootstrap`, so migrations run by the app at module init are in place. A database that does not answer is not a reason to refuse to start: the app
  * starts with a warning, and keyed requests answer 503 until PostgreSQL is back.
  */
 @Injectable()
@@ -48,8 +50,17 @@ export class SchemaCheckService implements OnApplicationBootstrap {
       this.options.statementTimeoutMs,
     );
     let missing: { rel: string; col: string; table_exists: boolean }[];
+    let problems: string[] = [];
     try {
       missing = (await pool.query({ text: CHECK, values: [rels, cols] })).rows as never;
+      if (missing.length === 0) {
+        problems = await topologyProblems(
+          pool,
+          { quoted: names.records, prefix: names.prefix },
+          this.options.preparedStatements,
+          () => (dataSource.driver as unknown as { master: ClientFactory }).master,
+        );
+      }
     } catch (err) {
       this.logger.warn(
         `Could not check the idempotency tables (${(err as Error).message}); starting anyway: keyed requests answer 503 until PostgreSQL answers`,
@@ -57,6 +68,11 @@ export class SchemaCheckService implements OnApplicationBootstrap {
       return;
     }
     if (missing.length > 0) throw new Error(describeMissing(tableName, missing));
+    if (problems.length > 0) {
+      throw new Error(
+        `nestjs-pg-idempotency: the store cannot work here: ${problems.join(' Also, ')}`,
+      );
+    }
   }
 }
 

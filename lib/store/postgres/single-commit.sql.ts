@@ -14,11 +14,13 @@ export function buildSingleCommitStatements(tableName: string) {
     /**
      * The scope's advisory lock, in its own statement before the lookup: the lookup's snapshot
      * is then taken after the lock, so it sees the record of whoever held the lock before us
-     * (a commit is visible before its locks are released).
+     * (a commit is visible before its locks are released). `read_only`: the record could not be
+     * written at the end, so the handler must not run.
      */
     lock: {
       name: `idem_single_lock_${suffix}`,
-      text: `SELECT pg_try_advisory_xact_lock($1) AS locked`,
+      text: `SELECT pg_try_advisory_xact_lock($1) AS locked,
+       current_setting('transaction_read_only') = 'on' AS read_only`,
     },
     /** Always one row: the committed row of the scope, if any (id NULL when none). */
     lookup: {
