@@ -18,6 +18,7 @@ import type {
   TransactionalClaimOutcome,
 } from '../idempotency-store.interface.js';
 import { scopeLockKey } from './scope-lock.js';
+import { underContention } from './claim-contention.js';
 import { buildSingleCommitStatements, type SingleCommitStatements } from './single-commit.sql.js';
 import { type SingleCommit, singleCommitTransaction } from './single-commit-transaction.js';
 import { pipelineWithin } from './pg-pipeline.js';
@@ -103,19 +104,26 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
     let insert = true;
     let lockedStale: string | undefined;
     for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
-      const { rows } = insert
-        ? await this.pool.query({
-            ...this.sql.claim,
-            values: [
-              ...scope,
-              token,
-              req.leaseSeconds,
-              req.ttlSeconds,
-              scopeLockKey(this.tableName, req),
-            ],
-          })
-        : await this.pool.query({ ...this.sql.existing, values: scope });
-      const row = rows[0] as unknown as ExistingRow | undefined;
+      const result = await underContention(() =>
+        insert
+          ? this.pool.query({
+              ...this.sql.claim,
+              values: [
+                ...scope,
+                token,
+                req.leaseSeconds,
+                req.ttlSeconds,
+                scopeLockKey(this.tableName, req),
+              ],
+            })
+          : this.pool.query({ ...this.sql.existing, values: scope }),
+      );
+      if (result === 'busy') return { type: 'in_progress' };
+      if (result === 'reread') {
+        insert = false;
+        continue;
+      }
+      const row = result.rows[0] as unknown as ExistingRow | undefined;
       // No row after an insert: the conflicting row was committed after this statement's
       // snapshot, so read it. No row after a read: it was deleted since, so insert again.
       insert = !insert;
@@ -126,10 +134,17 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       // Stale but skipped by the takeover: a live transaction holds it (see `lockClaim`).
       if (row.stale && (row.id === lockedStale || !row.locked)) return { type: 'in_progress' };
       if (row.stale) {
-        const taken = await this.pool.query({
-          ...this.sql.takeover,
-          values: [row.id, req.requestHash, token, req.leaseSeconds, req.ttlSeconds],
-        });
+        const taken = await underContention(() =>
+          this.pool.query({
+            ...this.sql.takeover,
+            values: [row.id, req.requestHash, token, req.leaseSeconds, req.ttlSeconds],
+          }),
+        );
+        if (taken === 'busy') return { type: 'in_progress' };
+        if (taken === 'reread') {
+          insert = false;
+          continue;
+        }
         const id = taken.rows[0]?.id as string | undefined;
         if (id) return { type: 'claimed', lease: { id, token, claimed } };
         lockedStale = row.id;
@@ -196,10 +211,14 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       const token = randomUUID();
       if (!row.id) return { type: 'claimed', lease: { id: randomUUID(), token, claimed } };
       // Archived and taken over inside the transaction: a rollback restores the old row.
-      const taken = await run({
-        ...this.sql.takeover,
-        values: [row.id, req.requestHash, token, req.leaseSeconds, req.ttlSeconds],
-      });
+      const taken = await underContention(() =>
+        run({
+          ...this.sql.takeover,
+          values: [row.id, req.requestHash, token, req.leaseSeconds, req.ttlSeconds],
+        }),
+      );
+      // A concurrent takeover won: the transaction (aborted) is rolled back by the caller.
+      if (typeof taken === 'string') return { type: 'in_progress' };
       const id = taken.rows[0]?.id as string | undefined;
       return id ? { type: 'claimed', lease: { id, token, claimed } } : { type: 'in_progress' };
     }
