@@ -38,6 +38,7 @@ export const IDEMPOTENCY_DEFAULTS = {
   replayAuditFlushMs: 1_000,
   replayAuditMaxBuffered: 10_000,
   statementTimeoutMs: 5_000,
+  singleCommitMaxSeconds: 60,
   replayCache: { maxEntries: 10_000, maxBytes: 32 * 1024 * 1024, ttlSeconds: 60 },
   /** Per route (`@Idempotent({ storeResponse })`): keep the whole response for replay. */
   storeResponse: 'full' as 'full' | 'digest',
@@ -153,6 +154,10 @@ export function resolveIdempotencyOptions(
       'statementTimeoutMs',
       options.statementTimeoutMs ?? d.statementTimeoutMs,
       1,
+    ),
+    singleCommitMaxSeconds: positive(
+      'singleCommitMaxSeconds',
+      options.singleCommitMaxSeconds ?? d.singleCommitMaxSeconds,
     ),
     getUserId: options.getUserId ?? d.getUserId,
     fingerprint: options.fingerprint ?? d.fingerprint,

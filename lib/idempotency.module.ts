@@ -50,6 +50,7 @@ const initializedHere = new WeakSet<DataSource>();
         new PostgresIdempotencyStore(options.dataSource as DataSource, options.tableName, {
           cipher: options.encryption,
           statementTimeoutMs: options.statementTimeoutMs,
+          singleCommitMaxSeconds: options.singleCommitMaxSeconds,
         }),
     },
     SchemaCheckService,

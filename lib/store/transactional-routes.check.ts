@@ -1,5 +1,5 @@
 import { PATH_METADATA } from '@nestjs/common/constants.js';
-import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { MetadataScanner, ModulesContainer } from '@nestjs/core';
 import { IDEMPOTENCY_STORE } from '../idempotency.constants.js';
 import { IDEMPOTENT_METADATA } from '../idempotency-internal.constants.js';
@@ -9,6 +9,7 @@ import type {
   IdempotencyTransaction,
   Lease,
 } from './idempotency-store.interface.js';
+import { smallPoolWarning } from './postgres/single-commit-pool.check.js';
 
 function unsupported(store: IdempotencyStore, where: string, single = false): Error {
   const [mode, method] = single
@@ -37,7 +38,10 @@ export function openTransaction(
   return store.beginTransaction(lease, onBegin);
 }
 
-/** Fails start-up when a transactional route exists and the bound store cannot serve it. */
+/**
+ * Fails start-up when a transactional route exists and the bound store cannot serve it; warns when
+ * single-commit routes run on a pool too small for them.
+ */
 @Injectable()
 export class TransactionalRoutesCheck implements OnModuleInit {
   constructor(
@@ -46,7 +50,19 @@ export class TransactionalRoutesCheck implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    if (this.store.beginTransaction && this.store.claimInTransaction) return;
+    let single = false;
+    for (const { where, merged } of this.routes()) {
+      single ||= merged.transactional === 'single';
+      if (merged.transactional === 'single' && !this.store.claimInTransaction)
+        throw unsupported(this.store, where, true);
+      if (merged.transactional === true && !this.store.beginTransaction)
+        throw unsupported(this.store, where);
+    }
+    const warning = single ? smallPoolWarning(this.store) : undefined;
+    if (warning) new Logger('Idempotency').warn(warning);
+  }
+
+  private *routes(): Generator<{ where: string; merged: IdempotentOptions }> {
     const scanner = new MetadataScanner();
     const read = (target: object): IdempotentOptions | undefined =>
       Reflect.getMetadata(IDEMPOTENT_METADATA, target);
@@ -57,12 +73,7 @@ export class TransactionalRoutesCheck implements OnModuleInit {
         const proto = cls.prototype as Record<string, object>;
         for (const name of scanner.getAllMethodNames(proto)) {
           if (Reflect.getMetadata(PATH_METADATA, proto[name]) === undefined) continue;
-          const merged = { ...read(cls), ...read(proto[name]) };
-          const where = `${cls.name}.${name}`;
-          if (merged.transactional === 'single' && !this.store.claimInTransaction)
-            throw unsupported(this.store, where, true);
-          if (merged.transactional === true && !this.store.beginTransaction)
-            throw unsupported(this.store, where);
+          yield { where: `${cls.name}.${name}`, merged: { ...read(cls), ...read(proto[name]) } };
         }
       }
     }

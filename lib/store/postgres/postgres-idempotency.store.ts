@@ -22,6 +22,7 @@ import { underContention } from './claim-contention.js';
 import { buildSingleCommitStatements, type SingleCommitStatements } from './single-commit.sql.js';
 import { type SingleCommit, singleCommitTransaction } from './single-commit-transaction.js';
 import { pipelineWithin } from './pg-pipeline.js';
+import { SingleCommitSlots } from './single-commit-slots.js';
 import { lazyTransaction, transactionHandle } from './lazy-transaction.js';
 import {
   DeadlinePool,
@@ -73,6 +74,9 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
   private isolation?: Promise<string>;
   /** Every statement of the store goes through this: a hung database fails it after the deadline. */
   private readonly pool: DeadlinePool;
+  /** Open single-commit transactions, capped below the pool's size. */
+  readonly slots: SingleCommitSlots;
+  private readonly singleCommitMaxSeconds: number;
 
   constructor(
     readonly dataSource: DataSource,
@@ -81,6 +85,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       /** Seals stored responses (the `encryption` option); null keeps them in plaintext. */
       cipher?: ResponseCipher | null;
       statementTimeoutMs?: number;
+      singleCommitMaxSeconds?: number;
     } = {},
   ) {
     if (dataSource.options.type !== 'postgres') {
@@ -95,7 +100,14 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       () => (this.dataSource.driver as unknown as { master: Pool }).master,
       options.statementTimeoutMs ?? IDEMPOTENCY_DEFAULTS.statementTimeoutMs,
     );
+    this.singleCommitMaxSeconds =
+      options.singleCommitMaxSeconds ?? IDEMPOTENCY_DEFAULTS.singleCommitMaxSeconds;
+    this.slots = new SingleCommitSlots(this.driverPool, this.pool.timeoutMs);
   }
+
+  /** The pg pool of the DataSource (once initialized). */
+  private readonly driverPool = () =>
+    (this.dataSource.driver as unknown as { master?: Pool }).master;
 
   async claim(req: ClaimRequest): Promise<ClaimOutcome> {
     const token = randomUUID();
@@ -161,7 +173,11 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
    * transaction stays open for the handler (claimed), or is rolled back in the background.
    */
   async claimInTransaction(req: ClaimRequest): Promise<TransactionalClaimOutcome<EntityManager>> {
-    const client = await this.pool.connect();
+    const freeSlot = await this.slots.acquire();
+    const client = await this.pool.connect().catch((err: Error) => {
+      freeSlot();
+      throw err;
+    });
     const run = (config: QueryConfig) => queryWithin(client, config, this.pool.timeoutMs);
     let outcome: ClaimOutcome;
     let inserts: boolean;
@@ -185,18 +201,26 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       outcome = await this.decideInTransaction(req, row, run);
     } catch (err) {
       client.release(err as Error);
+      freeSlot();
       throw err;
     }
     if (outcome.type === 'claimed') {
-      const single = singleCommitTransaction(this.dataSource, client, this.pool.timeoutMs);
+      const single = singleCommitTransaction(this.dataSource, client, {
+        timeoutMs: this.pool.timeoutMs,
+        maxSeconds: this.singleCommitMaxSeconds,
+        terminate: (pid) => this.pool.query({ ...this.single.terminate, values: [pid] }),
+        onEnd: freeSlot,
+      });
       if (inserts) this.inserting.set(outcome.lease, single);
       return { ...outcome, transaction: single.transaction };
     }
     // The caller need not wait for the rollback: it only frees the lock and the connection.
-    void run({ text: 'ROLLBACK', values: [] }).then(
-      () => client.release(),
-      (err: Error) => client.release(err),
-    );
+    void run({ text: 'ROLLBACK', values: [] })
+      .then(
+        () => client.release(),
+        (err: Error) => client.release(err),
+      )
+      .finally(freeSlot);
     return outcome;
   }
 

@@ -2,6 +2,7 @@ import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import type { IdempotencyTransaction } from '../idempotency-store.interface.js';
 import { type PoolClient, type QueryConfig, type QueryResult, queryWithin } from './pg-deadline.js';
 import { pipelineWithin } from './pg-pipeline.js';
+import { type AbortCause, abortedError, isIdle, watchSingleCommit } from './single-commit-bound.js';
 
 const UNIQUE_VIOLATION = '23505';
 
@@ -16,18 +17,32 @@ export interface SingleCommit {
   commitWith(config: QueryConfig): Promise<QueryResult | null>;
 }
 
+export interface SingleCommitLimits {
+  /** Deadline of each statement. */
+  timeoutMs: number;
+  /** Past this, the transaction is aborted (see `watchSingleCommit`). */
+  maxSeconds: number;
+  /** Ends the backend of a connection busy with the handler's statement. */
+  terminate(pid: number): Promise<unknown>;
+  /** Runs once, when the transaction ended, whichever way, and its connection went back. */
+  onEnd(): void;
+}
+
 /**
  * A transaction begun on `client` (checked out under the store's deadline), handed to the
  * handler as a TypeORM EntityManager: the runner is bound to that connection and marked inside a
  * transaction, so a transaction the handler starts itself nests as a savepoint. Every statement
  * runs under the deadline; whatever ends the transaction gives the connection back to the pool
- * (destroyed when it failed).
+ * (destroyed when it failed). Open past `maxSeconds`, or its session lost, it is aborted: nothing
+ * of it commits, `transaction.aborted` settles at once, and `rollback()` returns once its locks
+ * are gone.
  */
 export function singleCommitTransaction(
   dataSource: DataSource,
   client: PoolClient,
-  timeoutMs: number,
+  limits: SingleCommitLimits,
 ): SingleCommit {
+  const { timeoutMs } = limits;
   const runner = dataSource.createQueryRunner();
   const bound = runner as unknown as {
     databaseConnection: PoolClient;
@@ -39,12 +54,32 @@ export function singleCommitTransaction(
   bound.transactionDepth = 1;
   (runner as { isTransactionActive: boolean }).isTransactionActive = true;
   let open = true;
+  let released = false;
+  let abortedBy: Error | undefined;
+  let aborted!: (reason: Error) => void;
+  /** An aborted transaction being ended: a ROLLBACK or COMMIT asked meanwhile waits for it. */
+  let ending: Promise<void> | undefined;
   const close = (failed?: Error) => {
     open = false;
+    stopWatching();
+    if (released) return;
+    released = true;
     finish(runner, failed);
+    limits.onEnd();
   };
+  const stopWatching = watchSingleCommit(client, limits.maxSeconds * 1000, (cause) => {
+    open = false;
+    abortedBy = abortedError(cause, limits.maxSeconds);
+    ending = abortTransaction(client, cause, limits, close);
+    aborted(abortedBy);
+  });
   const end = async (text: 'COMMIT' | 'ROLLBACK') => {
-    if (!open) return;
+    if (!open) {
+      await ending;
+      if (text === 'COMMIT' && abortedBy) throw abortedBy;
+      return;
+    }
+    stopWatching();
     try {
       await queryWithin(client, { text, values: [] }, timeoutMs);
       close();
@@ -61,9 +96,12 @@ export function singleCommitTransaction(
       },
       commit: () => end('COMMIT'),
       rollback: () => end('ROLLBACK'),
+      aborted: new Promise<Error>((resolve) => (aborted = resolve)),
     },
     async commitWith(config) {
-      if (!open) throw new Error('nestjs-pg-idempotency: the transaction already ended');
+      if (!open)
+        throw abortedBy ?? new Error('nestjs-pg-idempotency: the transaction already ended');
+      stopWatching();
       const [write, commit] = await pipelineWithin(
         client,
         [config, { text: 'COMMIT', values: [] }],
@@ -85,6 +123,28 @@ export function singleCommitTransaction(
       return write.value;
     },
   };
+}
+
+/**
+ * Ends an aborted transaction so its locks go at once: a lost session is gone already; an idle one
+ * is rolled back; one running a statement of the handler has its backend terminated.
+ */
+async function abortTransaction(
+  client: PoolClient,
+  cause: AbortCause,
+  limits: SingleCommitLimits,
+  close: (failed?: Error) => void,
+): Promise<void> {
+  if (cause !== 'bound') return close(cause);
+  if (isIdle(client)) {
+    return queryWithin(client, { text: 'ROLLBACK', values: [] }, limits.timeoutMs).then(
+      () => close(),
+      (err: Error) => close(err),
+    );
+  }
+  const pid = (client as { processID?: number }).processID;
+  if (pid) await limits.terminate(pid).catch(() => undefined);
+  close(new Error('aborted past singleCommitMaxSeconds'));
 }
 
 function finish(runner: QueryRunner, failed: Error | undefined): void {

@@ -1,0 +1,58 @@
+import { TransactionAbortedError } from '../transaction-aborted.error.js';
+import type { PoolClient } from './pg-deadline.js';
+
+/** Why a single-commit transaction was aborted: its time bound, or its connection's failure. */
+export type AbortCause = 'bound' | Error;
+
+const NOTHING_COMMITTED =
+  'The operation was rolled back, nothing was committed; retry with the same key';
+
+/** What the client is told; the session's own error is logged, not sent. */
+export function abortedError(cause: AbortCause, maxSeconds: number): TransactionAbortedError {
+  if (cause === 'bound') {
+    return new TransactionAbortedError(
+      `${NOTHING_COMMITTED}. Its transaction stayed open longer than singleCommitMaxSeconds (${maxSeconds} s)`,
+    );
+  }
+  if ((cause as { code?: string }).code === '25P03') {
+    return new TransactionAbortedError(
+      `${NOTHING_COMMITTED}. PostgreSQL ended its transaction, idle longer than idle_in_transaction_session_timeout: a handler in a single-commit transaction must not stay idle in it that long`,
+    );
+  }
+  return new TransactionAbortedError(
+    `${NOTHING_COMMITTED}. The connection of its transaction was lost before COMMIT`,
+  );
+}
+
+/**
+ * Calls `abort` once, when the transaction has been open `maxMs` or its connection fails (the
+ * server ended the session: `idle_in_transaction_session_timeout`, a terminated backend, a lost
+ * socket). The returned function stops watching: call it before COMMIT or ROLLBACK is sent.
+ */
+export function watchSingleCommit(
+  client: PoolClient,
+  maxMs: number,
+  abort: (cause: AbortCause) => void,
+): () => void {
+  let watching = true;
+  const stop = () => {
+    if (!watching) return;
+    watching = false;
+    clearTimeout(timer);
+    client.removeListener('error', fire);
+  };
+  function fire(cause: AbortCause) {
+    if (!watching) return;
+    stop();
+    abort(cause);
+  }
+  const timer = setTimeout(() => fire('bound'), maxMs);
+  client.on('error', fire);
+  return stop;
+}
+
+/** No statement of the handler is running or queued on the client: a ROLLBACK answers at once. */
+export function isIdle(client: PoolClient): boolean {
+  const pg = client as unknown as { _getActiveQuery?(): unknown; _queryQueue?: unknown[] };
+  return !pg._getActiveQuery?.() && (pg._queryQueue?.length ?? 0) === 0;
+}
