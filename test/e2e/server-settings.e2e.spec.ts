@@ -21,6 +21,9 @@ interface Body {
   holdMs?: number;
 }
 
+/** Single-commit handlers idle this long in their transaction, by ref; then query again or not. */
+const idles = new Map<string, { ms: number; then: 'return' | 'query' }>();
+
 /** Server settings a managed PostgreSQL sets, on this test's own database and connections only. */
 async function startApp(db: MigratedDatabase, exec: Executions, pgOptions: string) {
   const dataSource = db.newDataSource({ extra: { options: pgOptions } });
@@ -42,6 +45,17 @@ async function startApp(db: MigratedDatabase, exec: Executions, pgOptions: strin
     async slowCommit(@Body() body: Body, @IdempotencyCtx() idem: IdempotencyContext) {
       exec.hit('slow-commit', body.ref);
       await idem.manager!.query('INSERT INTO slow_commit (ref) VALUES ($1)', [body.ref]);
+      return { ref: body.ref };
+    }
+
+    @Post('single')
+    @Idempotent({ transactional: 'single' })
+    async single(@Body() body: Body, @IdempotencyCtx() idem: IdempotencyContext) {
+      exec.hit('single', body.ref);
+      await idem.manager!.query('INSERT INTO ledger (ref) VALUES ($1)', [body.ref]);
+      const idle = idles.get(body.ref);
+      if (idle) await sleep(idle.ms);
+      if (idle?.then === 'query') await idem.manager!.query('SELECT 1');
       return { ref: body.ref };
     }
   }
@@ -146,4 +160,46 @@ describe('lock_timeout: a duplicate waiting on the record behind an open transac
     expect(replay.headers['idempotent-replayed']).toBe('true');
     expect(exec.count('slow-commit', key)).toBe(1);
   });
+});
+
+describe('idle_in_transaction_session_timeout in single-commit mode', () => {
+  let db: MigratedDatabase;
+  let url: string;
+  let close: () => Promise<void>;
+  const exec = new Executions();
+
+  beforeAll(async () => {
+    db = await createMigratedDatabase('settings_idle');
+    await db.dataSource.query(`CREATE TABLE ledger (ref text NOT NULL)`);
+    ({ url, close } = await startApp(db, exec, '-c idle_in_transaction_session_timeout=500'));
+  });
+  afterAll(async () => {
+    await close?.();
+    await db?.drop();
+  });
+
+  const ledger = async (ref: string) =>
+    (await db.dataSource.query(`SELECT ref FROM ledger WHERE ref = $1`, [ref])).length;
+
+  it.each(['return', 'query'] as const)(
+    'answers 503 naming the setting when the handler idles past it, then %s; the retry runs',
+    async (then) => {
+      const key = randomUUID();
+      const ref = randomUUID();
+      idles.set(ref, { ms: 1500, then });
+      const res = await send(url, '/s/single', { key, body: { ref } });
+      expect(res.status).toBe(503);
+      expect(res.headers['retry-after']).toBeDefined();
+      expect(res.json().code).toBe(ProblemCode.StoreUnavailable);
+      expect(res.json().detail).toContain('idle_in_transaction_session_timeout');
+      expect(await ledger(ref)).toBe(0);
+      expect(await db.records('idempotency_key = $1', [key])).toEqual([]);
+
+      idles.delete(ref);
+      const retry = await send(url, '/s/single', { key, body: { ref } });
+      expect(retry.status).toBe(201);
+      expect(await ledger(ref)).toBe(1);
+      expect(exec.count('single', ref)).toBe(2);
+    },
+  );
 });
