@@ -1,5 +1,6 @@
 import { TransactionAbortedError } from '../transaction-aborted.error.js';
-import type { PoolClient } from './pg-deadline.js';
+import { type PoolClient, queryWithin } from './pg-deadline.js';
+import type { SingleCommitLimits } from './single-commit-transaction.js';
 
 /** Why a single-commit transaction was aborted: its time bound, or its connection's failure. */
 export type AbortCause = 'bound' | Error;
@@ -51,8 +52,30 @@ export function watchSingleCommit(
   return stop;
 }
 
+/**
+ * Ends an aborted transaction so its locks go at once: a lost session is gone already; an idle one
+ * is rolled back; one running a statement of the handler has its backend terminated.
+ */
+export async function abortTransaction(
+  client: PoolClient,
+  cause: AbortCause,
+  limits: Pick<SingleCommitLimits, 'timeoutMs' | 'terminate'>,
+  close: (failed?: Error) => void,
+): Promise<void> {
+  if (cause !== 'bound') return close(cause);
+  if (isIdle(client)) {
+    return queryWithin(client, { text: 'ROLLBACK', values: [] }, limits.timeoutMs).then(
+      () => close(),
+      (err: Error) => close(err),
+    );
+  }
+  const pid = (client as { processID?: number }).processID;
+  if (pid) await limits.terminate(pid).catch(() => undefined);
+  close(new Error('aborted past singleCommitMaxSeconds'));
+}
+
 /** No statement of the handler is running or queued on the client: a ROLLBACK answers at once. */
-export function isIdle(client: PoolClient): boolean {
+function isIdle(client: PoolClient): boolean {
   const pg = client as unknown as { _getActiveQuery?(): unknown; _queryQueue?: unknown[] };
   return !pg._getActiveQuery?.() && (pg._queryQueue?.length ?? 0) === 0;
 }

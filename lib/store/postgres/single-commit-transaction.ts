@@ -2,7 +2,7 @@ import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import type { IdempotencyTransaction } from '../idempotency-store.interface.js';
 import { type PoolClient, type QueryConfig, type QueryResult, queryWithin } from './pg-deadline.js';
 import { pipelineWithin } from './pg-pipeline.js';
-import { type AbortCause, abortedError, isIdle, watchSingleCommit } from './single-commit-bound.js';
+import { abortedError, abortTransaction, watchSingleCommit } from './single-commit-bound.js';
 
 const UNIQUE_VIOLATION = '23505';
 
@@ -69,6 +69,9 @@ export function singleCommitTransaction(
   };
   const stopWatching = watchSingleCommit(client, limits.maxSeconds * 1000, (cause) => {
     open = false;
+    // No statement of the handler may reach the connection from now on: after the ROLLBACK
+    // it would run on its own, committed.
+    (runner as { isReleased: boolean }).isReleased = true;
     abortedBy = abortedError(cause, limits.maxSeconds);
     ending = abortTransaction(client, cause, limits, close);
     aborted(abortedBy);
@@ -125,32 +128,18 @@ export function singleCommitTransaction(
   };
 }
 
-/**
- * Ends an aborted transaction so its locks go at once: a lost session is gone already; an idle one
- * is rolled back; one running a statement of the handler has its backend terminated.
- */
-async function abortTransaction(
-  client: PoolClient,
-  cause: AbortCause,
-  limits: SingleCommitLimits,
-  close: (failed?: Error) => void,
-): Promise<void> {
-  if (cause !== 'bound') return close(cause);
-  if (isIdle(client)) {
-    return queryWithin(client, { text: 'ROLLBACK', values: [] }, limits.timeoutMs).then(
-      () => close(),
-      (err: Error) => close(err),
-    );
-  }
-  const pid = (client as { processID?: number }).processID;
-  if (pid) await limits.terminate(pid).catch(() => undefined);
-  close(new Error('aborted past singleCommitMaxSeconds'));
-}
-
 function finish(runner: QueryRunner, failed: Error | undefined): void {
-  (runner as { isTransactionActive: boolean }).isTransactionActive = false;
-  (runner as unknown as { transactionDepth: number }).transactionDepth = 0;
-  (runner as unknown as { releasePostgresConnection(err?: Error): void }).releasePostgresConnection(
-    failed,
-  );
+  const r = runner as unknown as {
+    isTransactionActive: boolean;
+    transactionDepth: number;
+    isReleased: boolean;
+    releaseCallback?: (err?: Error) => void;
+  };
+  r.isTransactionActive = false;
+  r.transactionDepth = 0;
+  // What TypeORM's release does for a runner bound by hand, even if already fenced (see abort).
+  r.isReleased = true;
+  const release = r.releaseCallback;
+  r.releaseCallback = undefined;
+  release?.(failed);
 }
