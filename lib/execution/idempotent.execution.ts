@@ -98,11 +98,10 @@ export class IdempotentExecution {
   private abortable(handled: Observable<unknown>): Observable<unknown> {
     const aborted = this.claimTransaction?.aborted;
     if (!aborted) return handled;
+    // Known before any outcome is recorded, even one the handler produced just before.
+    void aborted.then((reason) => (this.abortedBy = reason));
     const abort = from(aborted).pipe(
-      mergeMap((reason) => {
-        this.abortedBy = reason;
-        return throwError(() => new ServiceUnavailableException(reason.message));
-      }),
+      mergeMap((reason) => throwError(() => new ServiceUnavailableException(reason.message))),
     );
     return race(handled, abort);
   }
@@ -229,6 +228,7 @@ export class IdempotentExecution {
 
   /** Transactional mode, outcome not recorded: nothing was committed, so say so and free the key. */
   private async rolledBack(err?: Error): Promise<WireResponse> {
+    err ??= this.abortedBy;
     this.logger.error?.(`Rolled back ${this.describe()}${err ? `: ${err.message}` : ''}`);
     await this.discard('its transaction rolled back');
     const detail = err instanceof TransactionAbortedError ? err.detail : undefined;
