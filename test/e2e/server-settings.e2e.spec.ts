@@ -22,7 +22,7 @@ interface Body {
 }
 
 /** Single-commit handlers idle this long in their transaction, by ref; then query again or not. */
-const idles = new Map<string, { ms: number; then: 'return' | 'query' }>();
+const idles = new Map<string, { ms: number; then: 'return' | 'query' | 'killed' }>();
 
 /** Server settings a managed PostgreSQL sets, on this test's own database and connections only. */
 async function startApp(db: MigratedDatabase, exec: Executions, pgOptions: string) {
@@ -56,6 +56,7 @@ async function startApp(db: MigratedDatabase, exec: Executions, pgOptions: strin
       const idle = idles.get(body.ref);
       if (idle) await sleep(idle.ms);
       if (idle?.then === 'query') await idem.manager!.query('SELECT 1');
+      if (idle?.then === 'killed') await idem.manager!.query('SELECT pg_sleep(30)');
       return { ref: body.ref };
     }
   }
@@ -162,7 +163,7 @@ describe('lock_timeout: a duplicate waiting on the record behind an open transac
   });
 });
 
-describe('idle_in_transaction_session_timeout in single-commit mode', () => {
+describe('single-commit session ended by the server: idle_in_transaction_session_timeout, terminated backend', () => {
   let db: MigratedDatabase;
   let url: string;
   let close: () => Promise<void>;
@@ -202,4 +203,27 @@ describe('idle_in_transaction_session_timeout in single-commit mode', () => {
       expect(exec.count('single', ref)).toBe(2);
     },
   );
+
+  it("answers 503, not the handler's 500, when its backend is terminated during its statement", async () => {
+    const key = randomUUID();
+    const ref = randomUUID();
+    idles.set(ref, { ms: 0, then: 'killed' });
+    const pending = send(url, '/s/single', { key, body: { ref } });
+    const kill = async () =>
+      (
+        await db.dataSource.query(
+          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE datname = $1 AND query = 'SELECT pg_sleep(30)' AND state = 'active'`,
+          [db.name],
+        )
+      ).length > 0;
+    while (!(await kill())) await sleep(20);
+    const res = await pending;
+    expect(res.status).toBe(503);
+    expect(res.json().code).toBe(ProblemCode.StoreUnavailable);
+    expect(res.json().detail).toContain('connection of its transaction was lost');
+    expect(await ledger(ref)).toBe(0);
+    idles.delete(ref);
+    expect((await send(url, '/s/single', { key, body: { ref } })).status).toBe(201);
+  });
 });

@@ -28,13 +28,14 @@ export function abortedError(cause: AbortCause, maxSeconds: number): Transaction
 /**
  * Calls `abort` once, when the transaction has been open `maxMs` or its connection fails (the
  * server ended the session: `idle_in_transaction_session_timeout`, a terminated backend, a lost
- * socket). The returned function stops watching: call it before COMMIT or ROLLBACK is sent.
+ * socket). `stop` ends the watch: call it before COMMIT or ROLLBACK is sent; `lost` reports a
+ * session loss seen by a statement.
  */
 export function watchSingleCommit(
   client: PoolClient,
   maxMs: number,
   abort: (cause: AbortCause) => void,
-): () => void {
+): { stop: () => void; lost: (err: Error) => void } {
   let watching = true;
   const stop = () => {
     if (!watching) return;
@@ -49,7 +50,30 @@ export function watchSingleCommit(
   }
   const timer = setTimeout(() => fire('bound'), maxMs);
   client.on('error', fire);
-  return stop;
+  return { stop, lost: fire };
+}
+
+/**
+ * The connection as the handler's runner sees it: a statement that fails because the session is
+ * gone (a FATAL from the server, a dropped socket) reports the loss before the handler sees the
+ * error, so the request answers 503 (nothing committed), not the handler's 500.
+ */
+export function reportingSessionLoss(client: PoolClient, lost: (err: Error) => void): PoolClient {
+  const query = (...args: unknown[]): unknown => {
+    const result = (client.query as (...a: unknown[]) => unknown)(...args);
+    if (typeof (result as Promise<unknown> | undefined)?.then !== 'function') return result;
+    return (result as Promise<unknown>).catch((err: Error) => {
+      if (sessionGone(client, err)) lost(err);
+      throw err;
+    });
+  };
+  return Object.assign(Object.create(client) as PoolClient, { query });
+}
+
+function sessionGone(client: PoolClient, err: Error): boolean {
+  const severity = (err as { severity?: string }).severity;
+  const pg = client as unknown as { _queryable?: boolean; _ending?: boolean };
+  return severity === 'FATAL' || severity === 'PANIC' || pg._queryable === false || !!pg._ending;
 }
 
 /**

@@ -2,7 +2,12 @@ import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import type { IdempotencyTransaction } from '../idempotency-store.interface.js';
 import { type PoolClient, type QueryConfig, type QueryResult, queryWithin } from './pg-deadline.js';
 import { pipelineWithin } from './pg-pipeline.js';
-import { abortedError, abortTransaction, watchSingleCommit } from './single-commit-bound.js';
+import {
+  abortedError,
+  abortTransaction,
+  reportingSessionLoss,
+  watchSingleCommit,
+} from './single-commit-bound.js';
 
 const UNIQUE_VIOLATION = '23505';
 
@@ -49,7 +54,6 @@ export function singleCommitTransaction(
     releaseCallback?: (err?: Error) => void;
     transactionDepth: number;
   };
-  bound.databaseConnection = client;
   bound.releaseCallback = (err) => client.release(err);
   bound.transactionDepth = 1;
   (runner as { isTransactionActive: boolean }).isTransactionActive = true;
@@ -67,7 +71,7 @@ export function singleCommitTransaction(
     finish(runner, failed);
     limits.onEnd();
   };
-  const stopWatching = watchSingleCommit(client, limits.maxSeconds * 1000, (cause) => {
+  const watch = watchSingleCommit(client, limits.maxSeconds * 1000, (cause) => {
     open = false;
     // No statement of the handler may reach the connection from now on: after the ROLLBACK
     // it would run on its own, committed.
@@ -76,6 +80,8 @@ export function singleCommitTransaction(
     ending = abortTransaction(client, cause, limits, close);
     aborted(abortedBy);
   });
+  const stopWatching = watch.stop;
+  bound.databaseConnection = reportingSessionLoss(client, watch.lost);
   const end = async (text: 'COMMIT' | 'ROLLBACK') => {
     if (!open) {
       await ending;
