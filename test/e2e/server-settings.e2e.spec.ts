@@ -82,6 +82,7 @@ describe('REPEATABLE READ: concurrent duplicates taking over an expired record',
     await db.dataSource.query(
       `ALTER DATABASE "${db.name}" SET default_transaction_isolation TO 'repeatable read'`,
     );
+    await db.dataSource.query(`CREATE TABLE ledger (ref text NOT NULL)`);
     ({ url, close } = await startApp(db, exec, ''));
   });
   afterAll(async () => {
@@ -89,16 +90,18 @@ describe('REPEATABLE READ: concurrent duplicates taking over an expired record',
     await db?.drop();
   });
 
+  /** A record of another request, completed and past its expiry: the next claim takes it over. */
+  const expired = (key: string, endpoint: string) =>
+    db.dataSource.query(
+      `INSERT INTO idempotency_keys (idempotency_key, endpoint, request_hash, status, status_code,
+         expires_at, completed_at)
+       VALUES ($1, $2, repeat('0', 64), 'completed', 201, now() - interval '1 s', now())`,
+      [key, endpoint],
+    );
+
   it('answers one 201 and 409 in progress to the others, never 503', async () => {
     const keys = Array.from({ length: 8 }, () => randomUUID());
-    for (const key of keys) {
-      await db.dataSource.query(
-        `INSERT INTO idempotency_keys (idempotency_key, endpoint, request_hash, status, status_code,
-           expires_at, completed_at)
-         VALUES ($1, 'POST /s/plain', repeat('0', 64), 'completed', 201, now() - interval '1 s', now())`,
-        [key],
-      );
-    }
+    for (const key of keys) await expired(key, 'POST /s/plain');
     const answers = await Promise.all(
       keys.flatMap((key) =>
         Array.from({ length: 12 }, () =>
@@ -114,6 +117,17 @@ describe('REPEATABLE READ: concurrent duplicates taking over an expired record',
     for (const key of keys) expect(exec.count('plain', key)).toBe(1);
     const fresh = answers.filter((a) => a.status === 201 && !a.headers['idempotent-replayed']);
     expect(fresh).toHaveLength(keys.length);
+  });
+  it('single-commit: concurrent duplicates (new or expired keys) run the handler once, never 503', async () => {
+    const keys = Array.from({ length: 10 }, () => randomUUID());
+    for (const key of keys.slice(5)) await expired(key, 'POST /s/single');
+    const answers = await Promise.all(
+      keys.flatMap((key) =>
+        Array.from({ length: 20 }, () => send(url, '/s/single', { key, body: { ref: key } })),
+      ),
+    );
+    expect(answers.map((a) => a.status).filter((s) => s !== 201 && s !== 409)).toEqual([]);
+    for (const key of keys) expect(exec.count('single', key)).toBe(1);
   });
 });
 
