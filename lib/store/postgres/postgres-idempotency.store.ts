@@ -75,7 +75,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
   /** Every statement of the store goes through this: a hung database fails it after the deadline. */
   private readonly pool: DeadlinePool;
   /** Open single-commit transactions, capped below the pool's size. */
-  readonly slots: SingleCommitSlots;
+  private readonly slots: SingleCommitSlots;
   private readonly singleCommitMaxSeconds: number;
 
   constructor(
