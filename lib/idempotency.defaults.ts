@@ -39,6 +39,7 @@ export const IDEMPOTENCY_DEFAULTS = {
   replayAuditMaxBuffered: 10_000,
   statementTimeoutMs: 5_000,
   preparedStatements: true,
+  singleCommitMaxSeconds: 60,
   replayCache: { maxEntries: 10_000, maxBytes: 32 * 1024 * 1024, ttlSeconds: 60 },
   /** Per route (`@Idempotent({ storeResponse })`): keep the whole response for replay. */
   storeResponse: 'full' as 'full' | 'digest',
@@ -164,6 +165,10 @@ export function resolveIdempotencyOptions(
       1,
     ),
     preparedStatements: options.preparedStatements ?? d.preparedStatements,
+    singleCommitMaxSeconds: positive(
+      'singleCommitMaxSeconds',
+      options.singleCommitMaxSeconds ?? d.singleCommitMaxSeconds,
+    ),
     getUserId: options.getUserId ?? d.getUserId,
     fingerprint: options.fingerprint ?? d.fingerprint,
     getRpcKey: options.getRpcKey ?? d.getRpcKey,

@@ -53,6 +53,7 @@ const initializedHere = new WeakSet<DataSource>();
           cipher: options.encryption,
           statementTimeoutMs: options.statementTimeoutMs,
           preparedStatements: options.preparedStatements,
+          singleCommitMaxSeconds: options.singleCommitMaxSeconds,
         }),
     },
     SchemaCheckService,

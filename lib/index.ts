@@ -8,6 +8,7 @@ export {
 } from './decorators/idempotency-context.js';
 export { IdempotencyCleanupService } from './store/idempotency-cleanup.service.js';
 export { PostgresIdempotencyStore } from './store/postgres/postgres-idempotency.store.js';
+export { TransactionAbortedError } from './store/transaction-aborted.error.js';
 export {
   IDEMPOTENCY_STORE,
   REPLAYED_HEADER,

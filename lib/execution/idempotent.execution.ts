@@ -1,5 +1,10 @@
-import { type CallHandler, HttpException, type LoggerService } from '@nestjs/common';
-import { defer, type Observable } from 'rxjs';
+import {
+  type CallHandler,
+  HttpException,
+  type LoggerService,
+  ServiceUnavailableException,
+} from '@nestjs/common';
+import { defer, from, mergeMap, type Observable, race, throwError } from 'rxjs';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import {
   attachIdempotencyContext,
@@ -21,6 +26,7 @@ import type { OutcomeCapture, UncapturableReason, WireResponse } from './handler
 import { completeUntilStored, fallbackCompletions } from './completion-retry.js';
 import { LeaseHeartbeat } from './lease-heartbeat.js';
 import { openTransaction } from '../store/transactional-routes.check.js';
+import { TransactionAbortedError } from '../store/transaction-aborted.error.js';
 
 /**
  * One handler run under a claimed key. The claim lasts until the handler has settled AND the
@@ -37,6 +43,8 @@ export class IdempotentExecution {
   private early = false;
   /** The claim was completed or released: nothing is left to record. */
   private done = false;
+  /** Single-commit: the store ended the transaction on its own; nothing of it was committed. */
+  private abortedBy?: Error;
 
   constructor(
     private readonly options: ResolvedIdempotencyOptions,
@@ -79,12 +87,24 @@ export class IdempotentExecution {
           return true;
         },
       });
-      return capture(handled, {
+      return capture(this.abortable(handled), {
         onUncapturable: (status, reason) => this.uncapturable(status, reason),
         onEnd: (wire) => this.responded(req, wire),
         onFailure: () => this.failed(),
       });
     });
+  }
+
+  /** Errors as soon as the store aborts the transaction: the 503 need not wait for the handler. */
+  private abortable(handled: Observable<unknown>): Observable<unknown> {
+    const aborted = this.claimTransaction?.aborted;
+    if (!aborted) return handled;
+    // Known before any outcome is recorded, even one the handler produced just before.
+    void aborted.then((reason) => (this.abortedBy = reason));
+    const abort = from(aborted).pipe(
+      mergeMap((reason) => throwError(() => new ServiceUnavailableException(reason.message))),
+    );
+    return race(handled, abort);
   }
 
   /** The caller went away before the handler started: free the key at once. */
@@ -101,6 +121,10 @@ export class IdempotentExecution {
   }
 
   private async responded(req: object, wire: WireResponse): Promise<WireResponse | void> {
+    if (this.abortedBy) {
+      this.settle();
+      return this.rolledBack(this.abortedBy);
+    }
     // A handler that owns the response (`@Res()`) may send before it returns: that is its outcome.
     if (this.early || (!this.settled && !this.route.ownsResponse)) {
       this.early = true;
@@ -213,9 +237,11 @@ export class IdempotentExecution {
 
   /** Transactional mode, outcome not recorded: nothing was committed, so say so and free the key. */
   private async rolledBack(err?: Error): Promise<WireResponse> {
+    err ??= this.abortedBy;
     this.logger.error?.(`Rolled back ${this.describe()}${err ? `: ${err.message}` : ''}`);
     await this.discard('its transaction rolled back');
-    return rolledBackResponse(this.options.retryAfterSeconds);
+    const detail = err instanceof TransactionAbortedError ? err.detail : undefined;
+    return rolledBackResponse(this.options.retryAfterSeconds, detail);
   }
 
   private transactionId(req: object, body: unknown): string | null {

@@ -33,9 +33,10 @@ export function completionOf(
 }
 
 /** Sent instead of the outcome when a transactional handler's writes were rolled back. */
-export function rolledBackResponse(retryAfterSeconds: number): WireResponse {
+export function rolledBackResponse(retryAfterSeconds: number, detail?: string): WireResponse {
   const problem = new IdempotencyProblemException(503, ProblemCode.StoreUnavailable, {
     detail:
+      detail ??
       'The operation was rolled back because its outcome could not be recorded; retry with the same key',
   });
   return {

@@ -208,6 +208,16 @@ export interface IdempotencyModuleOptions {
    */
   preparedStatements?: boolean;
   /**
+   * Longest time, in seconds, a single-commit transaction (`transactional: 'single'`) may stay
+   * open, from the claim to its `COMMIT`. Past it the transaction is rolled back (a statement the
+   * handler is running in it is cancelled with its session), the key is free at once, and the
+   * client gets `503 idempotency_store_unavailable` saying so; the handler's later result is
+   * discarded. It bounds how long a hung handler holds a pool connection and the scope's lock.
+   * @default 60
+   * @example 10 // payment handlers that answer within seconds
+   */
+  singleCommitMaxSeconds?: number;
+  /**
    * Completed responses kept in memory so a repeated replay needs no round trip. Entries die
    * before the record expires (measured by the database clock) and after `ttlSeconds` at most;
    * `false` turns it off (every replay then reads PostgreSQL once).

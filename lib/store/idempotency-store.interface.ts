@@ -125,6 +125,12 @@ export interface IdempotencyTransaction<TManager = unknown> {
   commit(): Promise<void>;
   /** Rolls back if it began, and frees its connection either way. */
   rollback(): Promise<void>;
+  /**
+   * Settles when the store ended the transaction on its own before any COMMIT (open too long, or
+   * the server ended its session): nothing of it was committed. The request then answers 503 at
+   * once, even if the handler still runs; `rollback()` returns once the key is free.
+   */
+  readonly aborted?: Promise<Error>;
 }
 
 /**

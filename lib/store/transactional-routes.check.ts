@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { ModulesContainer } from '@nestjs/core';
 import { IDEMPOTENCY_STORE } from '../idempotency.constants.js';
 import { idempotentRoutes } from '../http/idempotent-routes.scan.js';
@@ -7,6 +7,7 @@ import type {
   IdempotencyTransaction,
   Lease,
 } from './idempotency-store.interface.js';
+import { smallPoolWarning } from './postgres/single-commit-pool.check.js';
 
 function unsupported(store: IdempotencyStore, where: string, single = false): Error {
   const [mode, method] = single
@@ -35,7 +36,10 @@ export function openTransaction(
   return store.beginTransaction(lease, onBegin);
 }
 
-/** Fails start-up when a transactional route exists and the bound store cannot serve it. */
+/**
+ * Fails start-up when a transactional route exists and the bound store cannot serve it; warns when
+ * single-commit routes run on a pool too small for them.
+ */
 @Injectable()
 export class TransactionalRoutesCheck implements OnModuleInit {
   constructor(
@@ -44,12 +48,15 @@ export class TransactionalRoutesCheck implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    if (this.store.beginTransaction && this.store.claimInTransaction) return;
+    let single = false;
     for (const { options, name } of idempotentRoutes(this.modules)) {
+      single ||= options.transactional === 'single';
       if (options.transactional === 'single' && !this.store.claimInTransaction)
         throw unsupported(this.store, name, true);
       if (options.transactional === true && !this.store.beginTransaction)
         throw unsupported(this.store, name);
     }
+    const warning = single ? smallPoolWarning(this.store) : undefined;
+    if (warning) new Logger('Idempotency').warn(warning);
   }
 }

@@ -18,11 +18,13 @@ import type {
   TransactionalClaimOutcome,
 } from '../idempotency-store.interface.js';
 import { scopeLockKey } from './scope-lock.js';
+import { underContention } from './claim-contention.js';
 import { buildSingleCommitStatements, type SingleCommitStatements } from './single-commit.sql.js';
 import { type SingleCommit, singleCommitTransaction } from './single-commit-transaction.js';
 import { pipelineWithin } from './pg-pipeline.js';
 import { withoutNames } from './unnamed-statements.js';
 import { readOnlyTransactionError } from './topology-check.js';
+import { SingleCommitSlots } from './single-commit-slots.js';
 import { lazyTransaction, transactionHandle } from './lazy-transaction.js';
 import {
   DeadlinePool,
@@ -75,6 +77,9 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
   private isolation?: Promise<string>;
   /** Every statement of the store goes through this: a hung database fails it after the deadline. */
   private readonly pool: DeadlinePool;
+  /** Open single-commit transactions, capped below the pool's size. */
+  private readonly slots: SingleCommitSlots;
+  private readonly singleCommitMaxSeconds: number;
 
   constructor(
     readonly dataSource: DataSource,
@@ -85,6 +90,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       statementTimeoutMs?: number;
       /** False behind a transaction pooler that does not track named statements. */
       preparedStatements?: boolean;
+      singleCommitMaxSeconds?: number;
     } = {},
   ) {
     if (dataSource.options.type !== 'postgres') {
@@ -102,7 +108,14 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       () => (this.dataSource.driver as unknown as { master: Pool }).master,
       options.statementTimeoutMs ?? IDEMPOTENCY_DEFAULTS.statementTimeoutMs,
     );
+    this.singleCommitMaxSeconds =
+      options.singleCommitMaxSeconds ?? IDEMPOTENCY_DEFAULTS.singleCommitMaxSeconds;
+    this.slots = new SingleCommitSlots(this.driverPool, this.pool.timeoutMs);
   }
+
+  /** The pg pool of the DataSource (once initialized). */
+  private readonly driverPool = () =>
+    (this.dataSource.driver as unknown as { master?: Pool }).master;
 
   async claim(req: ClaimRequest): Promise<ClaimOutcome> {
     const token = randomUUID();
@@ -111,19 +124,26 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
     let insert = true;
     let lockedStale: string | undefined;
     for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
-      const { rows } = insert
-        ? await this.pool.query({
-            ...this.sql.claim,
-            values: [
-              ...scope,
-              token,
-              req.leaseSeconds,
-              req.ttlSeconds,
-              scopeLockKey(this.tableName, req),
-            ],
-          })
-        : await this.pool.query({ ...this.sql.existing, values: scope });
-      const row = rows[0] as unknown as ExistingRow | undefined;
+      const result = await underContention(() =>
+        insert
+          ? this.pool.query({
+              ...this.sql.claim,
+              values: [
+                ...scope,
+                token,
+                req.leaseSeconds,
+                req.ttlSeconds,
+                scopeLockKey(this.tableName, req),
+              ],
+            })
+          : this.pool.query({ ...this.sql.existing, values: scope }),
+      );
+      if (result === 'busy') return { type: 'in_progress' };
+      if (result === 'reread') {
+        insert = false;
+        continue;
+      }
+      const row = result.rows[0] as unknown as ExistingRow | undefined;
       // No row after an insert: the conflicting row was committed after this statement's
       // snapshot, so read it. No row after a read: it was deleted since, so insert again.
       insert = !insert;
@@ -134,10 +154,17 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       // Stale but skipped by the takeover: a live transaction holds it (see `lockClaim`).
       if (row.stale && (row.id === lockedStale || !row.locked)) return { type: 'in_progress' };
       if (row.stale) {
-        const taken = await this.pool.query({
-          ...this.sql.takeover,
-          values: [row.id, req.requestHash, token, req.leaseSeconds, req.ttlSeconds],
-        });
+        const taken = await underContention(() =>
+          this.pool.query({
+            ...this.sql.takeover,
+            values: [row.id, req.requestHash, token, req.leaseSeconds, req.ttlSeconds],
+          }),
+        );
+        if (taken === 'busy') return { type: 'in_progress' };
+        if (taken === 'reread') {
+          insert = false;
+          continue;
+        }
         const id = taken.rows[0]?.id as string | undefined;
         if (id) return { type: 'claimed', lease: { id, token, claimed } };
         lockedStale = row.id;
@@ -154,7 +181,11 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
    * transaction stays open for the handler (claimed), or is rolled back in the background.
    */
   async claimInTransaction(req: ClaimRequest): Promise<TransactionalClaimOutcome<EntityManager>> {
-    const client = await this.pool.connect();
+    const freeSlot = await this.slots.acquire();
+    const client = await this.pool.connect().catch((err: Error) => {
+      freeSlot();
+      throw err;
+    });
     const run = (config: QueryConfig) => queryWithin(client, config, this.pool.timeoutMs);
     let outcome: ClaimOutcome;
     let inserts: boolean;
@@ -179,18 +210,26 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       outcome = await this.decideInTransaction(req, row, run);
     } catch (err) {
       client.release(err as Error);
+      freeSlot();
       throw err;
     }
     if (outcome.type === 'claimed') {
-      const single = singleCommitTransaction(this.dataSource, client, this.pool.timeoutMs);
+      const single = singleCommitTransaction(this.dataSource, client, {
+        timeoutMs: this.pool.timeoutMs,
+        maxSeconds: this.singleCommitMaxSeconds,
+        terminate: (pid) => this.pool.query({ ...this.single.terminate, values: [pid] }),
+        onEnd: freeSlot,
+      });
       if (inserts) this.inserting.set(outcome.lease, single);
       return { ...outcome, transaction: single.transaction };
     }
     // The caller need not wait for the rollback: it only frees the lock and the connection.
-    void run({ text: 'ROLLBACK', values: [] }).then(
-      () => client.release(),
-      (err: Error) => client.release(err),
-    );
+    void run({ text: 'ROLLBACK', values: [] })
+      .then(
+        () => client.release(),
+        (err: Error) => client.release(err),
+      )
+      .finally(freeSlot);
     return outcome;
   }
 
@@ -205,10 +244,14 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       const token = randomUUID();
       if (!row.id) return { type: 'claimed', lease: { id: randomUUID(), token, claimed } };
       // Archived and taken over inside the transaction: a rollback restores the old row.
-      const taken = await run({
-        ...this.sql.takeover,
-        values: [row.id, req.requestHash, token, req.leaseSeconds, req.ttlSeconds],
-      });
+      const taken = await underContention(() =>
+        run({
+          ...this.sql.takeover,
+          values: [row.id, req.requestHash, token, req.leaseSeconds, req.ttlSeconds],
+        }),
+      );
+      // A concurrent takeover won: the transaction (aborted) is rolled back by the caller.
+      if (typeof taken === 'string') return { type: 'in_progress' };
       const id = taken.rows[0]?.id as string | undefined;
       return id ? { type: 'claimed', lease: { id, token, claimed } } : { type: 'in_progress' };
     }

@@ -2,6 +2,12 @@ import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import type { IdempotencyTransaction } from '../idempotency-store.interface.js';
 import { type PoolClient, type QueryConfig, type QueryResult, queryWithin } from './pg-deadline.js';
 import { pipelineWithin } from './pg-pipeline.js';
+import {
+  abortedError,
+  abortTransaction,
+  reportingSessionLoss,
+  watchSingleCommit,
+} from './single-commit-bound.js';
 
 const UNIQUE_VIOLATION = '23505';
 
@@ -16,35 +22,73 @@ export interface SingleCommit {
   commitWith(config: QueryConfig): Promise<QueryResult | null>;
 }
 
+export interface SingleCommitLimits {
+  /** Deadline of each statement. */
+  timeoutMs: number;
+  /** Past this, the transaction is aborted (see `watchSingleCommit`). */
+  maxSeconds: number;
+  /** Ends the backend of a connection busy with the handler's statement. */
+  terminate(pid: number): Promise<unknown>;
+  /** Runs once, when the transaction ended, whichever way, and its connection went back. */
+  onEnd(): void;
+}
+
 /**
  * A transaction begun on `client` (checked out under the store's deadline), handed to the
  * handler as a TypeORM EntityManager: the runner is bound to that connection and marked inside a
  * transaction, so a transaction the handler starts itself nests as a savepoint. Every statement
  * runs under the deadline; whatever ends the transaction gives the connection back to the pool
- * (destroyed when it failed).
+ * (destroyed when it failed). Open past `maxSeconds`, or its session lost, it is aborted: nothing
+ * of it commits, `transaction.aborted` settles at once, and `rollback()` returns once its locks
+ * are gone.
  */
 export function singleCommitTransaction(
   dataSource: DataSource,
   client: PoolClient,
-  timeoutMs: number,
+  limits: SingleCommitLimits,
 ): SingleCommit {
+  const { timeoutMs } = limits;
   const runner = dataSource.createQueryRunner();
   const bound = runner as unknown as {
     databaseConnection: PoolClient;
     releaseCallback?: (err?: Error) => void;
     transactionDepth: number;
   };
-  bound.databaseConnection = client;
   bound.releaseCallback = (err) => client.release(err);
   bound.transactionDepth = 1;
   (runner as { isTransactionActive: boolean }).isTransactionActive = true;
   let open = true;
+  let released = false;
+  let abortedBy: Error | undefined;
+  let aborted!: (reason: Error) => void;
+  /** An aborted transaction being ended: a ROLLBACK or COMMIT asked meanwhile waits for it. */
+  let ending: Promise<void> | undefined;
   const close = (failed?: Error) => {
     open = false;
+    stopWatching();
+    if (released) return;
+    released = true;
     finish(runner, failed);
+    limits.onEnd();
   };
+  const watch = watchSingleCommit(client, limits.maxSeconds * 1000, (cause) => {
+    open = false;
+    // No statement of the handler may reach the connection from now on: after the ROLLBACK
+    // it would run on its own, committed.
+    (runner as { isReleased: boolean }).isReleased = true;
+    abortedBy = abortedError(cause, limits.maxSeconds);
+    ending = abortTransaction(client, cause, limits, close);
+    aborted(abortedBy);
+  });
+  const stopWatching = watch.stop;
+  bound.databaseConnection = reportingSessionLoss(client, watch.lost);
   const end = async (text: 'COMMIT' | 'ROLLBACK') => {
-    if (!open) return;
+    if (!open) {
+      await ending;
+      if (text === 'COMMIT' && abortedBy) throw abortedBy;
+      return;
+    }
+    stopWatching();
     try {
       await queryWithin(client, { text, values: [] }, timeoutMs);
       close();
@@ -61,9 +105,12 @@ export function singleCommitTransaction(
       },
       commit: () => end('COMMIT'),
       rollback: () => end('ROLLBACK'),
+      aborted: new Promise<Error>((resolve) => (aborted = resolve)),
     },
     async commitWith(config) {
-      if (!open) throw new Error('nestjs-pg-idempotency: the transaction already ended');
+      if (!open)
+        throw abortedBy ?? new Error('nestjs-pg-idempotency: the transaction already ended');
+      stopWatching();
       const [write, commit] = await pipelineWithin(
         client,
         [config, { text: 'COMMIT', values: [] }],
@@ -88,9 +135,17 @@ export function singleCommitTransaction(
 }
 
 function finish(runner: QueryRunner, failed: Error | undefined): void {
-  (runner as { isTransactionActive: boolean }).isTransactionActive = false;
-  (runner as unknown as { transactionDepth: number }).transactionDepth = 0;
-  (runner as unknown as { releasePostgresConnection(err?: Error): void }).releasePostgresConnection(
-    failed,
-  );
+  const r = runner as unknown as {
+    isTransactionActive: boolean;
+    transactionDepth: number;
+    isReleased: boolean;
+    releaseCallback?: (err?: Error) => void;
+  };
+  r.isTransactionActive = false;
+  r.transactionDepth = 0;
+  // What TypeORM's release does for a runner bound by hand, even if already fenced (see abort).
+  r.isReleased = true;
+  const release = r.releaseCallback;
+  r.releaseCallback = undefined;
+  release?.(failed);
 }

@@ -43,6 +43,8 @@ VALUES ($1, $2, $3, $4, $5, 'completed', $6, $7, $8, $9::jsonb, $10, clock_times
         clock_timestamp() + make_interval(secs => $11), $12, $13)
 RETURNING expires_at, extract(epoch FROM expires_at - clock_timestamp())::float8 AS seconds_left`,
     },
+    /** Ends the backend of a transaction aborted while running a statement: its locks go now. */
+    terminate: { text: `SELECT pg_terminate_backend($1)` },
   };
 }
 
