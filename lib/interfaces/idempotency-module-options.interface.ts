@@ -25,11 +25,15 @@ export interface IdempotencyCleanupOptions {
    */
   batchSize?: number;
   /**
-   * How long a record is kept after `expires_at` before cleanup deletes it (audit retention).
-   * Retained records never replay: past `expires_at` the key is new again. The log of cleanup
-   * runs (`<table>_cleanup_runs`) is kept this long too, and at least 30 days.
-   * @default 0
-   * @example 90 * 24 * 3600 // keep 90 days for finance
+   * How long a record (and its archived versions, replay and refusal rows) is kept after
+   * `expires_at` before cleanup deletes it (audit retention). Retained records never replay: past
+   * `expires_at` the key is new again, and a retry is a new operation (the old record moves to
+   * the archive). The log of cleanup runs (`<table>_cleanup_runs`) is kept this long too, and at
+   * least 30 days. The daily views keep their figures for deleted rows (`<table>_daily_rollup`),
+   * so shortening this only shortens the per-record history.
+   * @default 34560000 (400 days: a year of statements and a month to reconcile them)
+   * @example 90 * 24 * 3600 // keep 90 days of per-record history
+   * @example 0 // delete records as soon as they expire
    */
   retentionSeconds?: number;
 }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { buildCleanupStatements } from './cleanup-rollup.sql.js';
 import { RECORD_COLUMNS, tableNames } from './table-names.js';
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$/;
@@ -36,7 +37,7 @@ export function existingColumns(k: string, locked = 'true'): string {
  * so every app instance agrees on leases and expiry.
  */
 export function buildStatements(tableName: string) {
-  const { records: t, archive, replays, cleanupRuns } = tableNames(tableName, quoteTable);
+  const { records: t, archive, replays } = tableNames(tableName, quoteTable);
   const recordColumns = RECORD_COLUMNS.join(', ');
   const suffix = createHash('sha1').update(tableName).digest('hex').slice(0, 8);
   const existing = `${existingColumns('k')}
@@ -143,25 +144,7 @@ RETURNING expires_at, extract(epoch FROM expires_at - clock_timestamp())::float8
     isolation: `SELECT current_setting('transaction_isolation') AS isolation`,
     cleanupLock: `SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked`,
     cleanupUnlock: `SELECT pg_advisory_unlock(hashtextextended($1, 0))`,
-    /** One bounded batch per table; rows past `expires_at` plus retention, never a running claim. */
-    cleanupBatches: [
-      `DELETE FROM ${t} WHERE id IN (
-  SELECT id FROM ${t}
-   WHERE expires_at < now() - make_interval(secs => $2)
-     AND (status = 'completed' OR locked_until < now())
-   ORDER BY expires_at
-   LIMIT $1
-   FOR UPDATE SKIP LOCKED)`,
-      `DELETE FROM ${archive} WHERE id IN (
-  SELECT id FROM ${archive} WHERE expires_at < now() - make_interval(secs => $2)
-   ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)`,
-      `DELETE FROM ${replays} WHERE id IN (
-  SELECT id FROM ${replays} WHERE expires_at < now() - make_interval(secs => $2)
-   ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)`,
-    ],
-    cleanupRun: `INSERT INTO ${cleanupRuns} (started_at, deleted, batches) VALUES ($1, $2, $3)`,
-    /** The run log is pruned too; its rows are few (one per run), so one statement. */
-    cleanupOldRuns: `DELETE FROM ${cleanupRuns} WHERE finished_at < now() - make_interval(secs => $1)`,
+    ...buildCleanupStatements(tableName),
   };
 }
 

@@ -29,12 +29,13 @@ export async function runCleanup(
       for (const [index, text] of sql.cleanupBatches.entries()) {
         for (;;) {
           const started = performance.now();
-          const { rowCount } = await run(text, [options.batchSize, options.retentionSeconds]);
+          const { rows } = await run(text, [options.batchSize, options.retentionSeconds]);
+          const rowCount = rows[0]?.deleted as number;
           longestBatchMs = Math.max(longestBatchMs, performance.now() - started);
           batches++;
-          // Records count as deleted; replay events of those records go with them.
-          if (index < 2) deleted += rowCount ?? 0;
-          if ((rowCount ?? 0) < options.batchSize) break;
+          // Records count as deleted; replay and refusal events of those records go with them.
+          if (index < 2) deleted += rowCount;
+          if (rowCount < options.batchSize) break;
         }
       }
       await run(sql.cleanupRun, [startedAt, deleted, batches]);
