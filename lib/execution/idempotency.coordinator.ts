@@ -83,9 +83,13 @@ export class IdempotencyCoordinator {
     }
     switch (outcome.type) {
       case 'in_progress':
-        return { type: 'reject', code: ProblemCode.InProgress };
-      case 'mismatch':
-        return { type: 'reject', code: ProblemCode.Mismatch };
+      case 'mismatch': {
+        // Without a committed record (single-commit), kept as long as such a record would be.
+        const expiresAt = outcome.expiresAt ?? new Date(Date.now() + route.ttlSeconds * 1000);
+        this.audit.record(outcome.recordId ?? '', expiresAt, outcome.type);
+        const code = outcome.type === 'mismatch' ? ProblemCode.Mismatch : ProblemCode.InProgress;
+        return { type: 'reject', code };
+      }
       case 'completed':
         this.audit.record(outcome.recordId, outcome.expiresAt);
         // The entry's life is the record's, as the database counts it.

@@ -159,7 +159,9 @@ export interface IdempotencyModuleOptions {
    * Audit of replays: `'batched'` counts replays per record in memory and writes, once per
    * `replayAuditFlushMs`, one row per record replayed to `idempotency_keys_replays` (its
    * `replay_count`, `first_replayed_at`, `replayed_at` = the last; never across UTC midnight) and
-   * bumps the record's `replay_count`/`last_replayed_at` (a crash loses at most that window);
+   * bumps the record's `replay_count`/`last_replayed_at` (a crash loses at most that window).
+   * Refusals (`409` in progress, key-reuse mismatches, responses not replayable) are counted and
+   * written the same way, one row per record and kind, to `idempotency_keys_refusals`.
    * `'off'` records nothing.
    * @default 'batched'
    */

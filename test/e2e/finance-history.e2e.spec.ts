@@ -69,6 +69,10 @@ describe('finance history', () => {
       `SELECT * FROM idempotency_keys_daily_summary
         WHERE day < (now() AT TIME ZONE 'UTC')::date ORDER BY day`,
     ),
+    conflicts: await q(
+      `SELECT * FROM idempotency_keys_conflicts_daily
+        WHERE day < (now() AT TIME ZONE 'UTC')::date ORDER BY day`,
+    ),
     failures: await q(
       `SELECT * FROM idempotency_keys_failures_daily
         WHERE day < (now() AT TIME ZONE 'UTC')::date ORDER BY day, endpoint, status_code`,
@@ -93,6 +97,12 @@ describe('finance history', () => {
     for (const status of [201, 201, 402]) {
       const [record] = await seedRecord('idempotency_keys', 3, status);
       await seedReplays(record.id, record.expires_at, 2);
+      await q(
+        `INSERT INTO idempotency_keys_refusals (record_id, kind, refusal_count, first_refused_at, refused_at, expires_at)
+         VALUES ($1, 'in_progress', 3, $2::timestamptz - interval '2 hours', $2::timestamptz - interval '2 hours', $2),
+                ($1, 'mismatch', 1, $2::timestamptz - interval '1 hour', $2::timestamptz - interval '1 hour', $2)`,
+        [record.id, record.expires_at],
+      );
     }
     await seedRecord('idempotency_keys_archive', 3, 402, 'POST /refunds');
     await seedRecord('idempotency_keys', 1, 201);
@@ -105,11 +115,13 @@ describe('finance history', () => {
     expect(before.summary).toHaveLength(3);
     expect(before.summary[1]).toMatchObject({ created: 4, completed: 4, replayed: 6, expired: 4 });
     expect(before.failures).toHaveLength(2);
+    expect(before.conflicts).toEqual([expect.objectContaining({ conflicts: 9, mismatches: 3 })]);
 
     expect(await cleanup({ retentionSeconds: 0 })).toMatchObject({ ran: true, deleted: 5 });
     expect(await count('idempotency_keys')).toBe(0);
     expect(await count('idempotency_keys_archive')).toBe(0);
     expect(await count('idempotency_keys_replays')).toBe(0);
+    expect(await count('idempotency_keys_refusals')).toBe(0);
     expect(await count('idempotency_keys_cleanup_runs')).toBe(1); // only this run's
     expect(await closedDays()).toEqual(before);
     // A second run (nothing left to delete) changes nothing either.

@@ -86,13 +86,14 @@ describe('IdempotencyCoordinator (transport-free decisions)', () => {
     ]);
   });
 
+  const expiresAt = new Date('2026-12-04T00:00:00Z');
   it.each([
-    ['in_progress', { type: 'in_progress' }, ProblemCode.InProgress],
-    ['mismatch', { type: 'mismatch' }, ProblemCode.Mismatch],
-  ] as const)('%s: rejects with its code', async (_, outcome, code) => {
-    store.next = outcome;
+    ['in_progress', ProblemCode.InProgress],
+    ['mismatch', ProblemCode.Mismatch],
+  ] as const)('%s: rejects with its code, audited against the record', async (type, code) => {
+    store.next = { type, recordId: 'r1', expiresAt };
     expect(await coordinator.decide(attempt)).toEqual({ type: 'reject', code });
-    expect(audit.record).not.toHaveBeenCalled();
+    expect(audit.record).toHaveBeenCalledWith('r1', expiresAt, type);
   });
 
   it('a store that throws: rejects as unavailable (fail closed), nothing executes', async () => {

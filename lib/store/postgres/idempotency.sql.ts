@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { buildCleanupStatements } from './cleanup-rollup.sql.js';
+import { buildHistoryStatements } from './history.sql.js';
 import { RECORD_COLUMNS, tableNames } from './table-names.js';
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$/;
@@ -144,7 +144,7 @@ RETURNING expires_at, extract(epoch FROM expires_at - clock_timestamp())::float8
     isolation: `SELECT current_setting('transaction_isolation') AS isolation`,
     cleanupLock: `SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked`,
     cleanupUnlock: `SELECT pg_advisory_unlock(hashtextextended($1, 0))`,
-    ...buildCleanupStatements(tableName),
+    ...buildHistoryStatements(tableName, suffix),
   };
 }
 

@@ -44,10 +44,11 @@ const RECORD_RETURNING =
   'RETURNING endpoint, status, status_code, created_at, completed_at, expires_at';
 
 /**
- * Cleanup's statements ($1 batch size, $2 retention): one bounded batch per table, rows past
- * `expires_at` plus retention, never a running claim; each rolls its figures up as it deletes.
+ * The statements of the history finance reads: refusals written per record and flush, and
+ * cleanup's ($1 batch size, $2 retention): one bounded batch per table, rows past `expires_at`
+ * plus retention, never a running claim; each rolls its figures up as it deletes.
  */
-export function buildCleanupStatements(tableName: string) {
+export function buildHistoryStatements(tableName: string, suffix: string) {
   const names = tableNames(tableName, quoteTable);
   const { records: t, archive, replays, refusals, cleanupRuns, rollup } = names;
   const expired = (table: string) => `DELETE FROM ${table} WHERE id IN (
@@ -75,6 +76,12 @@ export function buildCleanupStatements(tableName: string) {
         figure(utcDay('refused_at'), 'g.kind', 'g.refusal_count'),
       ]),
     ],
+    /** One row per record, kind and audit flush. */
+    recordRefusals: {
+      name: `idem_refusals_${suffix}`,
+      text: `INSERT INTO ${refusals} (record_id, kind, refusal_count, first_refused_at, refused_at, expires_at)
+SELECT * FROM unnest($1::uuid[], $2::varchar[], $3::int[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[])`,
+    },
     cleanupRun: `INSERT INTO ${cleanupRuns} (started_at, deleted, batches) VALUES ($1, $2, $3)`,
     /** The run log is pruned too; its rows are few (one per run), so one statement. */
     cleanupOldRuns: rollingDelete(
