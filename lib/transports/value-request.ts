@@ -3,6 +3,9 @@ import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import { InvalidIdempotencyKeyError, parseIdempotencyKey } from '../http/idempotency-key.parser.js';
 import { rawHeaders } from '../http/http-adapter.utils.js';
 import type { IdempotencyRequest } from '../interfaces/idempotency-module-options.interface.js';
+import { graphqlAccepts, type FieldInfo as ReturnFieldInfo } from './graphql-acceptance.js';
+
+const ok = Promise.resolve(true);
 
 /** What a GraphQL resolver or RPC handler call is, read once from its context. */
 export interface ValueRequest {
@@ -14,6 +17,8 @@ export interface ValueRequest {
   req?: IdempotencyRequest;
   /** What is fingerprinted: the resolver's args, or the message payload. */
   input: unknown;
+  /** GraphQL: whether the schema accepts a replayed value for this field. */
+  accepts?(value: unknown): Promise<boolean>;
 }
 
 /** Apollo and most drivers put the HTTP request on the context as `req` (Mercurius: `request`). */
@@ -35,7 +40,7 @@ export function graphqlRequest(
     unknown,
     unknown,
     GraphQLContext,
-    FieldInfo,
+    FieldInfo & Partial<ReturnFieldInfo>,
   ];
   const req: IdempotencyRequest = gqlContext?.req ?? gqlContext?.request;
   const field = `${info?.parentType?.name ?? 'Mutation'}.${info?.fieldName ?? context.getHandler().name}`;
@@ -44,6 +49,8 @@ export function graphqlRequest(
     endpoint: field,
     req,
     input: args,
+    accepts: (value) =>
+      info?.returnType ? graphqlAccepts(value, info as ReturnFieldInfo, gqlContext) : ok,
   };
 }
 
