@@ -1,8 +1,10 @@
 /**
  * Whether GraphQL will accept a replayed value for a field: what graphql-js checks when it
  * completes the value (non-null, lists, scalar and enum serialization, abstract type resolution,
- * `isTypeOf`), over the selected fields. A field with its own resolver is not run here (it may
- * have effects), so it is taken as accepted. Typed by shape: `graphql` is not a dependency.
+ * `isTypeOf`), over the selected fields the value holds. Resolvers are never run here (they may
+ * have effects; servers such as Apollo wrap every field's, so a default one cannot be told
+ * apart): a selected field the value does not hold, or holds as a function, is taken as
+ * accepted. Typed by shape: `graphql` is not a dependency.
  */
 type GqlType = {
   name?: string;
@@ -10,7 +12,7 @@ type GqlType = {
   serialize?: (value: unknown) => unknown;
   resolveType?: (...args: unknown[]) => unknown;
   isTypeOf?: (...args: unknown[]) => unknown;
-  getFields?: () => Record<string, { type: GqlType; resolve?: unknown }>;
+  getFields?: () => Record<string, { type: GqlType }>;
   getInterfaces?: () => { name: string }[];
   toString(): string;
 };
@@ -55,8 +57,9 @@ export async function graphqlAccepts(value: unknown, info: FieldInfo, context: u
     for (const node of collect(concrete, selections)) {
       const name = node.name?.value as string;
       const field = fields[name];
+      const held = Object.prototype.hasOwnProperty.call(v, name);
       const own = (v as Record<string, unknown>)[name];
-      if (!field || field.resolve || typeof own === 'function') continue;
+      if (!field || !held || typeof own === 'function') continue;
       if (!(await check(field.type, own, node.selectionSet?.selections ?? []))) return false;
     }
     return true;
