@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
 import { type INestApplication, Module } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import { Args, GraphQLModule, Mutation, Query, Resolver } from '@nestjs/graphql';
 import { GraphQLScalarType } from 'graphql';
 import { randomUUID } from 'node:crypto';
 import { ReplayAuditService } from '../../lib/execution/replay-audit.service.js';
 import { Idempotent, IdempotencyModule } from '../../lib/index.js';
+import { listenApp } from '../fixtures/listen.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 
 /** A value class the schema's scalar insists on: stored as JSON, a replay is a plain object. */
@@ -76,9 +76,9 @@ describe('GraphQL replays counted once the schema accepts them', () => {
       providers: [ChargesResolver],
     })
     class AppModule {}
-    app = await NestFactory.create(AppModule, { logger: false });
-    await app.listen(0, '127.0.0.1');
-    url = `${await app.getUrl()}/graphql`;
+    const listening = await listenApp(AppModule);
+    app = listening.app;
+    url = `${listening.url}/graphql`;
   });
   afterAll(async () => {
     await app?.close();
