@@ -56,7 +56,8 @@ export const IDEMPOTENCY_DEFAULTS = {
     enabled: true,
     cron: '0 */10 * * * *',
     batchSize: 1_000,
-    retentionSeconds: 0,
+    // A year of statements and a month to reconcile them: history outlives the replay window.
+    retentionSeconds: 400 * 86_400,
   },
 };
 

@@ -2,6 +2,7 @@ import { CreateIdempotencyKeys1764680000000 } from './1764680000000-CreateIdempo
 import { CreateIdempotencyAudit1764680100000 } from './1764680100000-CreateIdempotencyAudit.js';
 import { ProtectStoredResponses1764680200000 } from './1764680200000-ProtectStoredResponses.js';
 import { TallyReplayAudit1764680300000 } from './1764680300000-TallyReplayAudit.js';
+import { KeepFinanceHistory1764680400000 } from './1764680400000-KeepFinanceHistory.js';
 import {
   IDEMPOTENCY_AUDIT_UP,
   idempotencyAuditDown,
@@ -19,12 +20,18 @@ import {
   responseProtectionUp,
 } from './idempotency-response-protection.sql.js';
 import { REPLAY_TALLY_UP, replayTallyDown, replayTallyUp } from './idempotency-replay-tally.sql.js';
+import {
+  FINANCE_HISTORY_UP,
+  financeHistoryDown,
+  financeHistoryUp,
+} from './idempotency-finance-history.sql.js';
 
 export {
   CreateIdempotencyKeys1764680000000,
   CreateIdempotencyAudit1764680100000,
   ProtectStoredResponses1764680200000,
   TallyReplayAudit1764680300000,
+  KeepFinanceHistory1764680400000,
 };
 export {
   IDEMPOTENCY_KEYS_UP,
@@ -50,6 +57,12 @@ export {
   replayTallyUp,
   replayTallyDown,
 } from './idempotency-replay-tally.sql.js';
+export {
+  FINANCE_HISTORY_UP,
+  FINANCE_HISTORY_DOWN,
+  financeHistoryUp,
+  financeHistoryDown,
+} from './idempotency-finance-history.sql.js';
 
 /** Every migration of the library, in order: `migrations: [...idempotencyMigrations, ...yours]`. */
 export const idempotencyMigrations = [
@@ -57,6 +70,7 @@ export const idempotencyMigrations = [
   CreateIdempotencyAudit1764680100000,
   ProtectStoredResponses1764680200000,
   TallyReplayAudit1764680300000,
+  KeepFinanceHistory1764680400000,
 ];
 
 /** Every statement, for a table of another name (the module's `tableName` option). */
@@ -66,12 +80,14 @@ export function idempotencySchema(tableName = 'idempotency_keys'): string[] {
     ...idempotencyAuditUp(tableName),
     ...responseProtectionUp(tableName),
     ...replayTallyUp(tableName),
+    ...financeHistoryUp(tableName),
   ];
 }
 
 /** Undoes `idempotencySchema(tableName)`, in reverse order: for the `down()` of your migration. */
 export function idempotencySchemaDown(tableName = 'idempotency_keys'): string[] {
   return [
+    ...financeHistoryDown(tableName),
     ...replayTallyDown(tableName),
     ...responseProtectionDown(tableName),
     ...idempotencyAuditDown(tableName),
@@ -94,6 +110,10 @@ export function idempotencySqlFiles(): Record<string, string> {
     '004_replay_tally.sql': renderSqlFile(
       'replay audit rows per record per flush, with a count',
       REPLAY_TALLY_UP,
+    ),
+    '005_finance_history.sql': renderSqlFile(
+      'daily roll-up of deleted rows and refusals per record, for stable daily figures',
+      FINANCE_HISTORY_UP,
     ),
   };
 }

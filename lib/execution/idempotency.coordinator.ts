@@ -27,9 +27,16 @@ export interface IdempotentAttempt {
 export type RejectCode =
   typeof ProblemCode.InProgress | typeof ProblemCode.Mismatch | typeof ProblemCode.StoreUnavailable;
 
+/** A completed record's response to answer with; `answered()` it once it reached the caller. */
+export interface Replay {
+  response: StoredResponse;
+  recordId: string;
+  expiresAt: Date;
+}
+
 /** What to do with a request; no transport types, so HTTP, GraphQL and RPC share it. */
 export type IdempotencyDecision =
-  | { type: 'replay'; response: StoredResponse }
+  | ({ type: 'replay' } & Replay)
   | { type: 'reject'; code: RejectCode }
   | { type: 'execute'; execution: IdempotentExecution };
 
@@ -49,14 +56,19 @@ export class IdempotencyCoordinator {
 
   /**
    * The replay cache alone, synchronously: a transport can answer a hot replay without a
-   * promise. Audited like any replay; `undefined` when `decide` must run.
+   * promise; `undefined` when `decide` must run.
    */
-  cachedReplay(scope: IdempotencyScope, requestHash: string): StoredResponse | undefined {
+  cachedReplay(scope: IdempotencyScope, requestHash: string): Replay | undefined {
     const cacheKey = ReplayCache.scopeKey(scope.userId, scope.endpoint, scope.key);
-    const cached = this.cache.get(cacheKey, requestHash);
-    if (!cached) return undefined;
-    this.audit.record(cached.recordId, cached.expiresAt);
-    return cached.response;
+    return this.cache.get(cacheKey, requestHash);
+  }
+
+  /**
+   * Audits a replay once the caller got it (a replay that never arrived deduplicated nothing
+   * finance can see), or a response that could not be replayed as such (not a deduplication).
+   */
+  answered({ response, recordId, expiresAt }: Replay): void {
+    this.audit.record(recordId, expiresAt, response.body === null ? 'not_replayable' : 'replay');
   }
 
   /** A transaction outside any claim: a transactional route called without a key. */
@@ -66,7 +78,10 @@ export class IdempotencyCoordinator {
 
   async decide({ scope, requestHash, route }: IdempotentAttempt): Promise<IdempotencyDecision> {
     const cached = this.cachedReplay(scope, requestHash);
-    if (cached) return { type: 'replay', response: cached };
+    if (cached) {
+      const { response, recordId, expiresAt } = cached;
+      return { type: 'replay', response, recordId, expiresAt };
+    }
     const cacheKey = ReplayCache.scopeKey(scope.userId, scope.endpoint, scope.key);
     let outcome: ClaimOutcome | TransactionalClaimOutcome;
     try {
@@ -88,14 +103,19 @@ export class IdempotencyCoordinator {
     }
     switch (outcome.type) {
       case 'in_progress':
-        return { type: 'reject', code: ProblemCode.InProgress };
-      case 'mismatch':
-        return { type: 'reject', code: ProblemCode.Mismatch };
-      case 'completed':
-        this.audit.record(outcome.recordId, outcome.expiresAt);
+      case 'mismatch': {
+        // Without a committed record (single-commit), kept as long as such a record would be.
+        const expiresAt = outcome.expiresAt ?? new Date(Date.now() + route.ttlSeconds * 1000);
+        this.audit.record(outcome.recordId ?? '', expiresAt, outcome.type);
+        const code = outcome.type === 'mismatch' ? ProblemCode.Mismatch : ProblemCode.InProgress;
+        return { type: 'reject', code };
+      }
+      case 'completed': {
         // The entry's life is the record's, as the database counts it.
         this.cache.set(cacheKey, { ...outcome, requestHash }, outcome.secondsLeft);
-        return { type: 'replay', response: outcome.response };
+        const { response, recordId, expiresAt } = outcome;
+        return { type: 'replay', response, recordId, expiresAt };
+      }
       case 'claimed': {
         const { lease } = outcome;
         const transaction =

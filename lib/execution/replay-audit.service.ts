@@ -8,7 +8,14 @@ import {
 import { IDEMPOTENCY_STORE } from '../idempotency.constants.js';
 import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../idempotency-internal.constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
-import type { IdempotencyStore, ReplayEvent } from '../store/idempotency-store.interface.js';
+import type {
+  IdempotencyStore,
+  RefusalEvent,
+  ReplayEvent,
+} from '../store/idempotency-store.interface.js';
+
+/** What is audited of a request answered from a record: its replay, or why it was refused. */
+export type AuditKind = 'replay' | RefusalEvent['kind'];
 
 /**
  * Buffered rows are written at once past half the bound (never below this many), without waiting
@@ -32,6 +39,8 @@ export interface ReplayAuditCounts {
 
 /** The replays of one record since the last flush, within one UTC day. */
 interface Tally {
+  kind: AuditKind;
+  /** Empty for a refusal without a committed record. */
   recordId: string;
   expiresAt: Date;
   count: number;
@@ -50,9 +59,18 @@ const toEvent = (t: Tally, now: number): ReplayEvent => ({
   expiresAt: t.expiresAt,
 });
 
+const toRefusal = (t: Tally, now: number): RefusalEvent => ({
+  recordId: t.recordId || null,
+  kind: t.kind as RefusalEvent['kind'],
+  count: t.count,
+  firstRefusedMsAgo: now - t.first,
+  refusedMsAgo: now - t.last,
+  expiresAt: t.expiresAt,
+});
+
 /**
- * Records replays for the audit trail without a write per replay: replays are counted per record
- * in memory and written as one row per record in one statement per flush, off the request path.
+ * Records replays (and refusals: 409 in progress, mismatches, responses not replayable) for the
+ * audit trail without a write per replay: they are counted per record in memory and written as one row per record in one statement per flush, off the request path.
  * A record's count never spans UTC days (the daily views stay exact). One write at a time, and
  * a bounded buffer: a database that hangs costs audit events, never memory.
  */
@@ -98,14 +116,15 @@ export class ReplayAuditService implements OnModuleInit, BeforeApplicationShutdo
     return this.tallies.size + this.closed.length;
   }
 
-  record(recordId: string, expiresAt: Date): void {
+  record(recordId: string, expiresAt: Date, kind: AuditKind = 'replay'): void {
     if (this.options.replayAudit === 'off') return;
     const now = performance.now();
     // The wall clock only splits rows at the app's UTC midnight (the stamps come from the
     // database): an app clock that is off moves that split, so one flush interval of a record's
     // replays may land in the database's next day; it never moves a stamp.
     const day = Math.floor(Date.now() / DAY_MS);
-    const tally = this.tallies.get(recordId);
+    const key = kind === 'replay' ? recordId : `${kind}:${recordId}`;
+    const tally = this.tallies.get(key);
     if (tally !== undefined && tally.day === day) {
       tally.count++;
       tally.last = now;
@@ -118,7 +137,7 @@ export class ReplayAuditService implements OnModuleInit, BeforeApplicationShutdo
       return;
     }
     if (tally !== undefined) this.closed.push(tally);
-    this.tallies.set(recordId, { recordId, expiresAt, count: 1, first: now, last: now, day });
+    this.tallies.set(key, { kind, recordId, expiresAt, count: 1, first: now, last: now, day });
     this.buffered++;
     if (this.rows >= this.eagerFlushAt && !this.writing) void this.flush();
   }
@@ -128,15 +147,20 @@ export class ReplayAuditService implements OnModuleInit, BeforeApplicationShutdo
     while (this.writing) await this.writing;
     if (this.buffered === 0) return;
     const now = performance.now();
-    const batch = [...this.closed, ...this.tallies.values()].map((t) => toEvent(t, now));
+    const tallies = [...this.closed, ...this.tallies.values()];
+    const batch = tallies.filter((t) => t.kind === 'replay').map((t) => toEvent(t, now));
+    const refusals = tallies.filter((t) => t.kind !== 'replay').map((t) => toRefusal(t, now));
     const replays = this.buffered;
     this.tallies = new Map();
     this.closed = [];
     this.buffered = 0;
     this.inFlight = replays;
-    this.inFlightRecords = batch.length;
-    this.writing = this.store
-      .recordReplays(batch)
+    this.inFlightRecords = tallies.length;
+    this.writing = Promise.all([
+      batch.length > 0 && this.store.recordReplays(batch),
+      refusals.length > 0 && this.store.recordRefusals?.(refusals),
+    ])
+      .then(() => undefined)
       .catch((err: Error) => {
         this.lost += replays;
         this.logger.warn(`Lost ${replays} replay audit events: ${err.message}`);

@@ -12,7 +12,7 @@ import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../idempotency-internal.constants.
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import { NOT_REPLAYABLE_DETAILS } from '../idempotency.problems.js';
 import { InvalidIdempotencyKeyError, parseIdempotencyKey } from './idempotency-key.parser.js';
-import { IdempotencyCoordinator } from '../execution/idempotency.coordinator.js';
+import { IdempotencyCoordinator, type Replay } from '../execution/idempotency.coordinator.js';
 import { afterDecision, type RoutedCall } from '../execution/routed-call.js';
 import { HttpRefusals } from './http-refusals.js';
 import type { OutcomeCapture } from '../execution/handler-outcome.js';
@@ -27,11 +27,7 @@ import {
   routeEndpoint,
 } from './http-adapter.utils.js';
 import type { IdempotencyRequest } from '../interfaces/idempotency-module-options.interface.js';
-import type {
-  IdempotencyScope,
-  IdempotencyStore,
-  StoredResponse,
-} from '../store/idempotency-store.interface.js';
+import type { IdempotencyScope, IdempotencyStore } from '../store/idempotency-store.interface.js';
 import { RequestScope } from './request-scope.js';
 import { replayOnly, scopeMethod } from './head-requests.js';
 import { ReplayAuditService } from '../execution/replay-audit.service.js';
@@ -130,7 +126,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const decision = await this.coordinator.decide({ scope, requestHash, route });
     switch (decision.type) {
       case 'replay':
-        return { result: this.replay(route, res, decision.response) };
+        return { result: this.replay(route, res, decision) };
       case 'reject':
         throw this.refusals.reject(res, decision.code);
       case 'execute': {
@@ -152,9 +148,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
   private replay(
     route: IdempotentRoute,
     res: PlatformResponse,
-    stored: StoredResponse,
+    replay: Replay,
   ): Observable<unknown> {
+    const stored = replay.response;
     if (stored.body === null) {
+      this.coordinator.answered(replay);
       throw this.refusals.problem(res, 409, ProblemCode.NotReplayable, {
         detail: NOT_REPLAYABLE_DETAILS[stored.omitted ?? 'too_large'],
         extensions: { original_status: stored.statusCode },
@@ -164,6 +162,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const raw = rawResponse(res);
     adoptReplyHeaders(res, raw);
     hijack(res);
+    // Counted once the bytes left: never for a client that went away before they were written.
+    raw.once('finish', () => this.coordinator.answered(replay));
     writeStoredResponse(raw, stored, REPLAYED_HEADER);
     if (!route.ownsResponse) silencePlatformReply(res);
     return of(undefined);

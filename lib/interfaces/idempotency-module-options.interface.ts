@@ -26,11 +26,15 @@ export interface IdempotencyCleanupOptions {
    */
   batchSize?: number;
   /**
-   * How long a record is kept after `expires_at` before cleanup deletes it (audit retention).
-   * Retained records never replay: past `expires_at` the key is new again. The log of cleanup
-   * runs (`<table>_cleanup_runs`) is kept this long too, and at least 30 days.
-   * @default 0
-   * @example 90 * 24 * 3600 // keep 90 days for finance
+   * How long a record (and its archived versions, replay and refusal rows) is kept after
+   * `expires_at` before cleanup deletes it (audit retention). Retained records never replay: past
+   * `expires_at` the key is new again, and a retry is a new operation (the old record moves to
+   * the archive). The log of cleanup runs (`<table>_cleanup_runs`) is kept this long too, and at
+   * least 30 days. The daily views keep their figures for deleted rows (`<table>_daily_rollup`),
+   * so shortening this only shortens the per-record history.
+   * @default 34560000 (400 days: a year of statements and a month to reconcile them)
+   * @example 90 * 24 * 3600 // keep 90 days of per-record history
+   * @example 0 // delete records as soon as they expire
    */
   retentionSeconds?: number;
 }
@@ -166,7 +170,9 @@ export interface IdempotencyModuleOptions {
    * Audit of replays: `'batched'` counts replays per record in memory and writes, once per
    * `replayAuditFlushMs`, one row per record replayed to `idempotency_keys_replays` (its
    * `replay_count`, `first_replayed_at`, `replayed_at` = the last; never across UTC midnight) and
-   * bumps the record's `replay_count`/`last_replayed_at` (a crash loses at most that window);
+   * bumps the record's `replay_count`/`last_replayed_at` (a crash loses at most that window).
+   * Refusals (`409` in progress, key-reuse mismatches, responses not replayable) are counted and
+   * written the same way, one row per record and kind, to `idempotency_keys_refusals`.
    * `'off'` records nothing.
    * @default 'batched'
    */

@@ -37,8 +37,9 @@ export interface StoredResponse {
 
 export type ClaimOutcome =
   | { type: 'claimed'; lease: Lease }
-  | { type: 'in_progress' }
-  | { type: 'mismatch' }
+  /** `recordId`/`expiresAt`: the record that refused (absent when none is committed yet). */
+  | { type: 'in_progress'; recordId?: string; expiresAt?: Date }
+  | { type: 'mismatch'; recordId?: string; expiresAt?: Date }
   | {
       type: 'completed';
       recordId: string;
@@ -70,6 +71,24 @@ export interface ReplayEvent {
   firstReplayedMsAgo: number;
   /** Milliseconds between the last of them and the `recordReplays` call. */
   replayedMsAgo: number;
+  expiresAt: Date;
+}
+
+/**
+ * Requests of one record refused in one audit flush (and one UTC day), for the audit trail:
+ * `in_progress` (409 while it runs), `mismatch` (its key with another request), `not_replayable`
+ * (it ran, but its response cannot be replayed).
+ */
+export interface RefusalEvent {
+  /** Null when no record was committed yet (a single-commit claim still running). */
+  recordId: string | null;
+  kind: 'in_progress' | 'mismatch' | 'not_replayable';
+  /** How many (at least 1). */
+  count: number;
+  /** How long ago (ms, on the app's monotonic clock) the first of them was refused. */
+  firstRefusedMsAgo: number;
+  /** How long ago the last of them was; the store stamps both with its own clock. */
+  refusedMsAgo: number;
   expiresAt: Date;
 }
 
@@ -193,6 +212,8 @@ export interface IdempotencyStore<TManager = unknown> {
   claimInTransaction?(request: ClaimRequest): Promise<TransactionalClaimOutcome<TManager>>;
   /** Appends replay events to the audit trail (and counts them per record). */
   recordReplays(replays: readonly ReplayEvent[]): Promise<void>;
+  /** Appends refusal events to the audit trail. Optional: without it, refusals are not kept. */
+  recordRefusals?(refusals: readonly RefusalEvent[]): Promise<void>;
   /**
    * Deletes our in-progress claim so a retry runs again; false, and nothing deleted, when the
    * record is not in progress under this lease's token (taken over, or completed).

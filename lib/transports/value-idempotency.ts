@@ -1,5 +1,5 @@
 import type { CallHandler, ExecutionContext, Logger } from '@nestjs/common';
-import { of } from 'rxjs';
+import { of, tap } from 'rxjs';
 import { afterDecision, type RoutedCall } from '../execution/routed-call.js';
 import { ProblemCode } from '../idempotency.constants.js';
 import { contextCarrier } from '../decorators/idempotency-context.js';
@@ -92,11 +92,19 @@ export class ValueIdempotency {
       case 'replay': {
         const { response } = decision;
         if (response.body === null) {
+          this.coordinator.answered(decision);
           throw await fail(409, ProblemCode.NotReplayable, {
             extensions: { original_status: response.statusCode },
           });
         }
-        return { result: of(request.decode(response.body)) };
+        const value = request.decode(response.body);
+        // Counted once handed back, and for GraphQL only a value its schema accepts.
+        const answered = async () => {
+          if (!request.accepts || (await request.accepts(value))) {
+            this.coordinator.answered(decision);
+          }
+        };
+        return { result: of(value).pipe(tap({ complete: () => void answered() })) };
       }
       case 'reject':
         throw await this.reject(type, decision.code);

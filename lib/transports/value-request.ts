@@ -11,6 +11,9 @@ import { encodeGraphQLOutput } from './graphql-output.js';
 import { replayGraphQLOutput } from './graphql-replay.js';
 import type { GqlInfo } from './graphql-schema.js';
 import { decodeValue, encodeValue, jsonWire } from './value-capture.js';
+import { graphqlAccepts, type FieldInfo as ReturnFieldInfo } from './graphql-acceptance.js';
+
+const ok = Promise.resolve(true);
 
 /** What a GraphQL resolver or RPC handler call is, read once from its context. */
 export interface ValueRequest {
@@ -28,6 +31,8 @@ export interface ValueRequest {
   encode(value: unknown): WireResponse;
   /** What a replay returns, from the stored body. */
   decode(body: Buffer): unknown;
+  /** GraphQL: whether the schema accepts a replayed value for this field. */
+  accepts?(value: unknown): Promise<boolean>;
 }
 
 /** Apollo and most drivers put the HTTP request on the context as `req` (Mercurius: `request`). */
@@ -49,7 +54,7 @@ export function graphqlRequest(
     unknown,
     unknown,
     GraphQLContext,
-    FieldInfo & GqlInfo,
+    FieldInfo & GqlInfo & Partial<ReturnFieldInfo>,
   ];
   const req: IdempotencyRequest = gqlContext?.req ?? gqlContext?.request;
   const field = `${info?.parentType?.name ?? 'Mutation'}.${info?.fieldName ?? context.getHandler().name}`;
@@ -61,6 +66,8 @@ export function graphqlRequest(
     encode: (value) =>
       jsonWire(JSON.stringify(encodeGraphQLOutput(value, info, options.maxResponseBytes))),
     decode: (body) => replayGraphQLOutput(JSON.parse(body.toString('utf8')), info),
+    accepts: (value) =>
+      info?.returnType ? graphqlAccepts(value, info as ReturnFieldInfo, gqlContext) : ok,
   };
 }
 

@@ -137,7 +137,7 @@ describe('audit trail and reconciliation views', () => {
 
   it('counts stored failures per endpoint and day, and summarizes each day', async () => {
     await q(
-      'TRUNCATE idempotency_keys, idempotency_keys_archive, idempotency_keys_replays, idempotency_keys_cleanup_runs',
+      'TRUNCATE idempotency_keys, idempotency_keys_archive, idempotency_keys_replays, idempotency_keys_cleanup_runs, idempotency_keys_daily_rollup',
     );
     const declined = randomUUID();
     await send(f.url, '/declined', { key: declined, body: {} });
@@ -151,10 +151,11 @@ describe('audit trail and reconciliation views', () => {
         `SELECT day::text, endpoint, status_code, records FROM idempotency_keys_failures_daily`,
       ),
     ).toEqual([{ day: today, endpoint: 'POST /declined', status_code: 402, records: 2 }]);
-    // One expired row that cleanup then deletes shows up as deleted.
+    // One row past the default retention (400 days after expiry) that cleanup then deletes shows
+    // up as deleted, and today's figures keep counting it as created.
     await q(
       `INSERT INTO idempotency_keys (idempotency_key, endpoint, request_hash, status, expires_at)
-       VALUES ('old', 'POST /charges', repeat('a', 64), 'completed', now() - interval '1 hour')`,
+       VALUES ('old', 'POST /charges', repeat('a', 64), 'completed', now() - interval '401 days')`,
     );
     await f.app.get((await import('../../lib/index.js')).IdempotencyCleanupService).run();
     expect(
@@ -162,6 +163,6 @@ describe('audit trail and reconciliation views', () => {
         `SELECT day::text, created, completed, replayed, expired, deleted FROM idempotency_keys_daily_summary WHERE day = $1::date`,
         [today],
       ),
-    ).toEqual([{ day: today, created: 3, completed: 3, replayed: 1, expired: 0, deleted: 1 }]);
+    ).toEqual([{ day: today, created: 4, completed: 3, replayed: 1, expired: 0, deleted: 1 }]);
   });
 });

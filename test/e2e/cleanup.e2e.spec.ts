@@ -33,7 +33,11 @@ describe('cleanup', () => {
   ) {
     @Module({
       imports: [
-        IdempotencyModule.forRoot({ dataSource: db.dataSource, cleanup }),
+        // Deleting at expiry (not the finance default) keeps these tests short.
+        IdempotencyModule.forRoot({
+          dataSource: db.dataSource,
+          cleanup: { retentionSeconds: 0, ...cleanup },
+        }),
         ...(schedule ? [ScheduleModule.forRoot()] : []),
       ],
     })
@@ -68,8 +72,8 @@ describe('cleanup', () => {
     await seed(5, 60, 'in_progress');
     const app = await boot({ enabled: false, batchSize: 1_000 });
     const result = await app.get(IdempotencyCleanupService).run();
-    // Three batches of records, then one (empty) batch each for the archive and the replay events.
-    expect(result).toMatchObject({ ran: true, deleted: 2_500, batches: 5 });
+    // Three batches of records, then one (empty) batch each for the archive, replays and refusals.
+    expect(result).toMatchObject({ ran: true, deleted: 2_500, batches: 6 });
     expect(result.longestBatchMs).toBeGreaterThanOrEqual(0);
     expect(await count()).toBe(15);
     expect(await count(`status = 'in_progress'`)).toBe(5);

@@ -36,6 +36,7 @@ describe('migrations', () => {
       'CreateIdempotencyAudit1764680100000',
       'ProtectStoredResponses1764680200000',
       'TallyReplayAudit1764680300000',
+      'KeepFinanceHistory1764680400000',
     ]);
     await ds.query(
       `INSERT INTO idempotency_keys (idempotency_key, endpoint, request_hash, expires_at) VALUES ('k', 'POST /x', repeat('a', 64), now())`,
@@ -87,7 +88,14 @@ describe('migrations', () => {
       )[0].reloptions;
     // Room on each page: the replay counters of a record are bumped without index writes (HOT).
     expect(await fillfactor()).toEqual(['fillfactor=90']);
-    // Migration 4 first: replay rows lose their count, the views count rows again.
+    // Migration 5 first: the roll-up and the refusals go, the views read live rows only again.
+    expect(await columns(db, 'idempotency_keys_daily_rollup')).not.toEqual([]);
+    await ds.undoLastMigration();
+    expect(await columns(db, 'idempotency_keys_daily_rollup')).toEqual([]);
+    expect(await columns(db, 'idempotency_keys_refusals')).toEqual([]);
+    expect(await columns(db, 'idempotency_keys_conflicts_daily')).toEqual([]);
+    expect(await ds.query('SELECT records FROM idempotency_keys_failures_daily')).toEqual([]);
+    // Migration 4: replay rows lose their count, the views count rows again.
     await ds.undoLastMigration();
     expect(await fillfactor()).toBeNull();
     expect(

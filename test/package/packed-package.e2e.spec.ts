@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
@@ -90,7 +91,7 @@ describe('the packed npm package', () => {
     return { db, app };
   }
 
-  it('ships the build, the SQL files, README and LICENSE; no source maps, no generator script', () => {
+  it('ships the build, the SQL files (migrations, reconciliation), README and LICENSE; no source maps, no generator script', () => {
     expect(packedFiles).toEqual(
       expect.arrayContaining([
         'LICENSE',
@@ -101,12 +102,20 @@ describe('the packed npm package', () => {
         'dist/migrations/index.js',
         'dist/migrations/index.d.ts',
         'migrations/001_idempotency_keys.sql',
+        'migrations/005_finance_history.sql',
+        'sql/reconciliation.sql',
       ]),
     );
     expect(packedFiles.filter((f) => f.endsWith('.map') || f.includes('write-sql-files'))).toEqual(
       [],
     );
-    expect(packedFiles.filter((f) => !/^(dist|migrations)\//.test(f)).sort()).toEqual([
+    // What the README points to, by its package path (the `exports` map lets it resolve).
+    expect(
+      createRequire(join(cjsDir, 'package.json')).resolve(
+        'nestjs-pg-idempotency/sql/reconciliation.sql',
+      ),
+    ).toBe(join(cjsDir, 'node_modules/nestjs-pg-idempotency/sql/reconciliation.sql'));
+    expect(packedFiles.filter((f) => !/^(dist|migrations|sql)\//.test(f)).sort()).toEqual([
       'LICENSE',
       'README.md',
       'package.json',

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { AppModule, configureApp } from '../../sample-app/src/app.module.js';
 import { send } from '../fixtures/http-client.js';
+import { parseNamedQueries } from '../fixtures/named-queries.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 
 const SLOW_MS = 300;
@@ -388,11 +389,3 @@ describe('sample-app: payments service with Idempotency-Key', () => {
     ).toHaveLength(2);
   });
 });
-
-/** `-- name: x` starts query x; it runs up to the next name (comments included, as psql would). */
-function parseNamedQueries(text: string): Record<string, string> {
-  const queries: Record<string, string> = {};
-  const parts = text.split(/^-- name: (\w+)\s*$/m);
-  for (let i = 1; i < parts.length; i += 2) queries[parts[i]] = parts[i + 1].trim();
-  return queries;
-}

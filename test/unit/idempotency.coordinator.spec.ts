@@ -88,13 +88,14 @@ describe('IdempotencyCoordinator (transport-free decisions)', () => {
     ]);
   });
 
+  const expiresAt = new Date('2026-12-04T00:00:00Z');
   it.each([
-    ['in_progress', { type: 'in_progress' }, ProblemCode.InProgress],
-    ['mismatch', { type: 'mismatch' }, ProblemCode.Mismatch],
-  ] as const)('%s: rejects with its code', async (_, outcome, code) => {
-    store.next = outcome;
+    ['in_progress', ProblemCode.InProgress],
+    ['mismatch', ProblemCode.Mismatch],
+  ] as const)('%s: rejects with its code, audited against the record', async (type, code) => {
+    store.next = { type, recordId: 'r1', expiresAt };
     expect(await coordinator.decide(attempt)).toEqual({ type: 'reject', code });
-    expect(audit.record).not.toHaveBeenCalled();
+    expect(audit.record).toHaveBeenCalledWith('r1', expiresAt, type);
   });
 
   it('a store that throws: rejects as unavailable (fail closed), nothing executes', async () => {
@@ -105,7 +106,7 @@ describe('IdempotencyCoordinator (transport-free decisions)', () => {
     });
   });
 
-  it('completed: replays, audits, then serves from the cache for the life the database gave', async () => {
+  it('completed: replays, audits once answered, then serves from the cache for the life the database gave', async () => {
     jest.useFakeTimers({ now: new Date('2020-01-01T00:00:00Z') });
     const expiresAt = new Date('2030-01-01T00:00:00Z');
     store.next = {
@@ -115,13 +116,18 @@ describe('IdempotencyCoordinator (transport-free decisions)', () => {
       secondsLeft: 10,
       response: stored,
     };
-    expect(await coordinator.decide(attempt)).toEqual({ type: 'replay', response: stored });
-    expect(audit.record).toHaveBeenCalledWith('r9', expiresAt);
+    const replay = { type: 'replay', response: stored, recordId: 'r9', expiresAt };
+    const decision = await coordinator.decide(attempt);
+    expect(decision).toEqual(replay);
+    // Audited only once the transport says the replay reached the caller.
+    expect(audit.record).not.toHaveBeenCalled();
+    coordinator.answered(decision as typeof replay);
+    expect(audit.record).toHaveBeenCalledWith('r9', expiresAt, 'replay');
     store.next = new Error('not asked');
     // The app clock says 2020 and expires_at says 2030: the entry still dies with secondsLeft,
     // counted on the monotonic clock.
     jest.advanceTimersByTime(8_000);
-    expect(await coordinator.decide(attempt)).toEqual({ type: 'replay', response: stored });
+    expect(await coordinator.decide(attempt)).toEqual(replay);
     expect(store.claims).toHaveLength(1);
     jest.advanceTimersByTime(2_000);
     expect((await coordinator.decide(attempt)).type).toBe('reject');

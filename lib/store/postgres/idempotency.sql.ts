@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { buildHistoryStatements } from './history.sql.js';
 import { RECORD_COLUMNS, tableNames } from './table-names.js';
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$/;
@@ -154,27 +155,7 @@ RETURNING expires_at, extract(epoch FROM expires_at - clock_timestamp())::float8
     cleanupLock: `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked`,
     /** For a skipped run: the database's time, and when the last run anyone recorded finished. */
     cleanupLastRun: `SELECT now() AS checked_at, (SELECT max(finished_at) FROM ${cleanupRuns}) AS last_run_at`,
-    /** One bounded batch per table; rows past `expires_at` plus retention, never a running claim. */
-    cleanupBatches: [
-      `DELETE FROM ${t} WHERE id IN (
-  SELECT id FROM ${t}
-   WHERE expires_at < now() - make_interval(secs => $2)
-     AND (status = 'completed' OR locked_until < now())
-   ORDER BY expires_at
-   LIMIT $1
-   FOR UPDATE SKIP LOCKED)`,
-      `DELETE FROM ${archive} WHERE id IN (
-  SELECT id FROM ${archive} WHERE expires_at < now() - make_interval(secs => $2)
-   ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)`,
-      `DELETE FROM ${replays} WHERE id IN (
-  SELECT id FROM ${replays} WHERE expires_at < now() - make_interval(secs => $2)
-   ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)`,
-    ],
-    /** `now()` is when the run's transaction began, `clock_timestamp()` the end: the database's clock. */
-    cleanupRun: `INSERT INTO ${cleanupRuns} (started_at, finished_at, deleted, batches)
-VALUES (now(), clock_timestamp(), $1, $2)`,
-    /** The run log is pruned too; its rows are few (one per run), so one statement. */
-    cleanupOldRuns: `DELETE FROM ${cleanupRuns} WHERE finished_at < now() - make_interval(secs => $1)`,
+    ...buildHistoryStatements(tableName, suffix),
   };
 }
 

@@ -4,7 +4,8 @@ import type { IdempotencyStatements } from './idempotency.sql.js';
 import { type DeadlinePool, queryWithin } from './pg-deadline.js';
 
 /**
- * Deletes expired records, archived records and replay rows in bounded batches, in one
+ * Deletes expired records, archived records, replay and refusal rows in bounded batches (each
+ * rolling its daily figures up as it deletes), in one
  * transaction that holds the cleanup's advisory lock: only one app instance cleans at a time, and
  * the lock ends with the transaction whatever happens (also behind a transaction pooler, where
  * one transaction keeps one server connection). The deletions commit together at the end, so a
@@ -36,12 +37,13 @@ export async function runCleanup(
     for (const [index, text] of sql.cleanupBatches.entries()) {
       for (;;) {
         const started = performance.now();
-        const { rowCount } = await run(text, [options.batchSize, options.retentionSeconds]);
+        const { rows } = await run(text, [options.batchSize, options.retentionSeconds]);
+        const rowCount = rows[0]?.deleted as number;
         longestBatchMs = Math.max(longestBatchMs, performance.now() - started);
         batches++;
-        // Records count as deleted; replay events of those records go with them.
-        if (index < 2) deleted += rowCount ?? 0;
-        if ((rowCount ?? 0) < options.batchSize) break;
+        // Records count as deleted; replay and refusal events of those records go with them.
+        if (index < 2) deleted += rowCount;
+        if (rowCount < options.batchSize) break;
       }
     }
     await run(sql.cleanupRun, [deleted, batches]);

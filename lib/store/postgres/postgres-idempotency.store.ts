@@ -14,6 +14,7 @@ import type {
   IdempotencyStore,
   IdempotencyTransaction,
   Lease,
+  RefusalEvent,
   ReplayEvent,
   TransactionalClaimOutcome,
 } from '../idempotency-store.interface.js';
@@ -152,7 +153,9 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       if (!row?.id) continue;
       if (row.claimed) return { type: 'claimed', lease: { id: row.id, token, claimed } };
       // Stale but skipped by the takeover: a live transaction holds it (see `lockClaim`).
-      if (row.stale && (row.id === lockedStale || !row.locked)) return { type: 'in_progress' };
+      if (row.stale && (row.id === lockedStale || !row.locked)) {
+        return { type: 'in_progress', recordId: row.id, expiresAt: row.expires_at as Date };
+      }
       if (row.stale) {
         const taken = await underContention(() =>
           this.pool.query({
@@ -253,15 +256,17 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       // A concurrent takeover won: the transaction (aborted) is rolled back by the caller.
       if (typeof taken === 'string') return { type: 'in_progress' };
       const id = taken.rows[0]?.id as string | undefined;
-      return id ? { type: 'claimed', lease: { id, token, claimed } } : { type: 'in_progress' };
+      if (id) return { type: 'claimed', lease: { id, token, claimed } };
+      return { type: 'in_progress', recordId: row.id, expiresAt: row.expires_at as Date };
     }
     return this.existing(row, claimed);
   }
 
   /** What a committed, live row of the scope answers: a mismatch, in progress, or its replay. */
   private existing(row: ExistingRow, claimed: NonNullable<Lease['claimed']>): ClaimOutcome {
-    if (!row.same_request) return { type: 'mismatch' };
-    if (row.status === 'in_progress') return { type: 'in_progress' };
+    const refusing = { recordId: row.id, expiresAt: row.expires_at as Date };
+    if (!row.same_request) return { type: 'mismatch', ...refusing };
+    if (row.status === 'in_progress') return { type: 'in_progress', ...refusing };
     return {
       type: 'completed',
       recordId: row.id,
@@ -366,6 +371,22 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
         replays.map((r) => r.expiresAt),
         replays.map((r) => r.count),
         replays.map((r) => r.firstReplayedMsAgo),
+      ],
+    });
+  }
+
+  async recordRefusals(refusals: readonly RefusalEvent[]): Promise<void> {
+    if (refusals.length === 0) return;
+    const column = <K extends keyof RefusalEvent>(k: K) => refusals.map((r) => r[k]);
+    await this.pool.query({
+      ...this.sql.recordRefusals,
+      values: [
+        column('recordId'),
+        column('kind'),
+        column('count'),
+        column('firstRefusedMsAgo'),
+        column('refusedMsAgo'),
+        column('expiresAt'),
       ],
     });
   }

@@ -9,6 +9,10 @@ export function tableNames(tableName: string, quote: (name: string) => string = 
     archive: name('_archive'),
     replays: name('_replays'),
     cleanupRuns: name('_cleanup_runs'),
+    /** Daily figures of rows cleanup deleted (migration 5): the views add them to the live rows. */
+    rollup: name('_daily_rollup'),
+    /** In-progress conflicts and key-reuse mismatches, per record and audit flush (migration 5). */
+    refusals: name('_refusals'),
     /** Reconciliation views (migration 2). */
     views: {
       all: name('_all'),
@@ -16,6 +20,9 @@ export function tableNames(tableName: string, quote: (name: string) => string = 
       stuckClaims: name('_stuck_claims'),
       failuresDaily: name('_failures_daily'),
       dailySummary: name('_daily_summary'),
+      /** Refusals per record and day, and per day (migration 5). */
+      conflicts: name('_conflicts'),
+      conflictsDaily: name('_conflicts_daily'),
     },
     /** Prefix of index and constraint names: the table name without its schema. */
     prefix: tableName.split('.').pop() as string,
@@ -53,4 +60,6 @@ export const REQUIRED_COLUMNS = {
   archive: RECORD_COLUMNS,
   replays: ['id', 'record_id', 'replayed_at', 'expires_at', 'replay_count', 'first_replayed_at'],
   cleanupRuns: ['started_at', 'finished_at', 'deleted', 'batches'],
+  rollup: ['day', 'kind', 'endpoint', 'status_code', 'n'],
+  refusals: ['record_id', 'kind', 'refusal_count', 'first_refused_at', 'refused_at', 'expires_at'],
 } as const;
