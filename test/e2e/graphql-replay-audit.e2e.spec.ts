@@ -9,7 +9,7 @@ import { Idempotent, IdempotencyModule } from '../../lib/index.js';
 import { listenApp } from '../fixtures/listen.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 
-/** A value class the schema's scalar insists on: stored as JSON, a replay is a plain object. */
+/** A value class the schema's scalar insists on. */
 class Money {
   constructor(readonly cents: number) {}
   toJSON() {
@@ -24,9 +24,10 @@ const MoneyScalar = new GraphQLScalarType({
   },
 });
 
-const typeDefs = `
+/** The next deploy may make a field non-null: a stored `null` then fails the schema on replay. */
+const typeDefs = (price: 'Money' | 'Money!') => `
   scalar Money
-  type Charge { id: ID!, cents: Int!, price: Money }
+  type Charge { id: ID!, cents: Int!, price: ${price} }
   type Query { ping: String! }
   type Mutation { charge(amount: Int!): Charge!, priced(amount: Int!): Charge! }
 `;
@@ -47,7 +48,7 @@ class ChargesResolver {
   @Mutation('priced')
   @Idempotent()
   priced(@Args('amount') amount: number) {
-    return { id: randomUUID(), cents: amount, price: new Money(amount) };
+    return { id: randomUUID(), cents: amount, price: amount > 0 ? new Money(amount) : null };
   }
 }
 
@@ -57,13 +58,12 @@ describe('GraphQL replays counted once the schema accepts them', () => {
   let app: INestApplication;
   let url: string;
 
-  beforeAll(async () => {
-    db = await createMigratedDatabase('gql_replay_audit');
+  const boot = async (price: 'Money' | 'Money!') => {
     @Module({
       imports: [
         GraphQLModule.forRoot<ApolloDriverConfig>({
           driver: ApolloDriver,
-          typeDefs,
+          typeDefs: typeDefs(price),
           resolvers: { Money: MoneyScalar },
         }),
         IdempotencyModule.forRoot({
@@ -76,7 +76,12 @@ describe('GraphQL replays counted once the schema accepts them', () => {
       providers: [ChargesResolver],
     })
     class AppModule {}
-    const listening = await listenApp(AppModule);
+    return listenApp(AppModule);
+  };
+
+  beforeAll(async () => {
+    db = await createMigratedDatabase('gql_replay_audit');
+    const listening = await boot('Money');
     app = listening.app;
     url = `${listening.url}/graphql`;
   });
@@ -85,11 +90,13 @@ describe('GraphQL replays counted once the schema accepts them', () => {
     await db?.drop();
   });
 
-  const mutate = async (key: string, field: string) => {
-    const res = await fetch(url, {
+  const mutate = async (key: string, field: string, amount = 7, at = url) => {
+    const res = await fetch(at, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'idempotency-key': key },
-      body: JSON.stringify({ query: `mutation { c: ${field}(amount: 7) { id cents price } }` }),
+      body: JSON.stringify({
+        query: `mutation { c: ${field}(amount: ${amount}) { id cents price } }`,
+      }),
     });
     return (await res.json()) as { data?: { c: { id: string } } | null; errors?: unknown[] };
   };
@@ -105,12 +112,26 @@ describe('GraphQL replays counted once the schema accepts them', () => {
     expect(await replays(key)).toBe(1);
   });
 
-  it('does not count a replay the schema rejects', async () => {
+  it('replays a value class through its scalar exactly, and counts it', async () => {
     const key = randomUUID();
     const first = await mutate(key, 'priced');
     expect(first.errors).toBeUndefined();
-    const replay = await mutate(key, 'priced');
-    expect(replay.errors).toHaveLength(1);
+    expect(await mutate(key, 'priced')).toEqual(first);
+    expect(await replays(key)).toBe(1);
+  });
+
+  it('does not count a replay the schema rejects (a field made non-null by the next deploy)', async () => {
+    const key = randomUUID();
+    const first = await mutate(key, 'priced', 0);
+    expect(first.errors).toBeUndefined();
+    const next = await boot('Money!');
+    try {
+      const replay = await mutate(key, 'priced', 0, `${next.url}/graphql`);
+      expect(replay.errors).toHaveLength(1);
+      await next.app.get(ReplayAuditService).flush();
+    } finally {
+      await next.app.close();
+    }
     expect(await replays(key)).toBe(0);
   });
 });

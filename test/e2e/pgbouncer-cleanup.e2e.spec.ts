@@ -45,7 +45,7 @@ describe('cleanup lock', () => {
         IdempotencyModule.forRoot({
           dataSource,
           preparedStatements: false,
-          cleanup: { enabled: false, batchSize: 50 },
+          cleanup: { enabled: false, batchSize: 50, retentionSeconds: 0 },
         }),
       ],
     })
