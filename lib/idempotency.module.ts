@@ -17,6 +17,8 @@ import type { IdempotencyModuleOptions } from './interfaces/idempotency-module-o
 import { PostgresIdempotencyStore } from './store/postgres/postgres-idempotency.store.js';
 import { ReplayAuditService } from './execution/replay-audit.service.js';
 import { ReplayCache } from './execution/replay-cache.js';
+import { invalidatedReplayCache } from './execution/replay-cache.invalidation.js';
+import type { IdempotencyStore } from './store/idempotency-store.interface.js';
 import { SchemaCheckService } from './store/postgres/schema-check.service.js';
 import { TransactionalRoutesCheck } from './store/transactional-routes.check.js';
 
@@ -58,8 +60,9 @@ const initializedHere = new WeakSet<DataSource>();
     ReplayAuditService,
     {
       provide: ReplayCache,
-      inject: [IDEMPOTENCY_RESOLVED_OPTIONS],
-      useFactory: (options: ResolvedIdempotencyOptions) => new ReplayCache(options.replayCache),
+      inject: [IDEMPOTENCY_RESOLVED_OPTIONS, IDEMPOTENCY_STORE],
+      useFactory: (options: ResolvedIdempotencyOptions, store: IdempotencyStore) =>
+        invalidatedReplayCache(options.replayCache, store),
     },
     IdempotencyInterceptor,
     IdempotencyInterceptorOrder,

@@ -22,6 +22,7 @@ import { buildSingleCommitStatements, type SingleCommitStatements } from './sing
 import { type SingleCommit, singleCommitTransaction } from './single-commit-transaction.js';
 import { pipelineWithin } from './pg-pipeline.js';
 import { lazyTransaction, transactionHandle } from './lazy-transaction.js';
+import { type ServerChange, ServerIdentityWatch } from './server-identity.js';
 import {
   DeadlinePool,
   type Pool,
@@ -72,6 +73,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
   private isolation?: Promise<string>;
   /** Every statement of the store goes through this: a hung database fails it after the deadline. */
   private readonly pool: DeadlinePool;
+  private readonly server: ServerIdentityWatch;
 
   constructor(
     readonly dataSource: DataSource,
@@ -90,10 +92,24 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
     this.sql = buildStatements(tableName);
     this.single = buildSingleCommitStatements(tableName);
     this.codec = new StoredResponseCodec(options.cipher ?? null);
-    this.pool = new DeadlinePool(
-      () => (this.dataSource.driver as unknown as { master: Pool }).master,
-      options.statementTimeoutMs ?? IDEMPOTENCY_DEFAULTS.statementTimeoutMs,
-    );
+    const timeoutMs = options.statementTimeoutMs ?? IDEMPOTENCY_DEFAULTS.statementTimeoutMs;
+    this.server = new ServerIdentityWatch(timeoutMs);
+    this.pool = new DeadlinePool(() => this.server.watch(this.master()), timeoutMs);
+  }
+
+  private master(): Pool {
+    return (this.dataSource.driver as unknown as { master: Pool }).master;
+  }
+
+  /**
+   * `listener` runs when the server behind the pool may have changed (a connection-level
+   * failure, or a new connection answering with another server identity): what was read from
+   * the old server, e.g. replay-cached responses, may not be on the new one (asynchronous
+   * replication loses the last commits of a failed primary).
+   */
+  onServerChange(listener: (change: ServerChange) => void): void {
+    this.server.subscribe(listener);
+    if (this.dataSource.isInitialized) this.server.watch(this.master());
   }
 
   async claim(req: ClaimRequest): Promise<ClaimOutcome> {
