@@ -50,6 +50,11 @@ export {
   replayTallyUp,
   replayTallyDown,
 } from './idempotency-replay-tally.sql.js';
+export {
+  idempotencyPartitionedUp,
+  idempotencyArchivePartitions,
+  type PartitionedLayoutOptions,
+} from './idempotency-partitioned.sql.js';
 
 /** Every migration of the library, in order: `migrations: [...idempotencyMigrations, ...yours]`. */
 export const idempotencyMigrations = [

@@ -7,6 +7,7 @@ import { REQUIRED_COLUMNS, tableNames } from './table-names.js';
 import type { IdempotencyStore } from '../idempotency-store.interface.js';
 import { DeadlinePool, type Pool } from './pg-deadline.js';
 import { PostgresIdempotencyStore } from './postgres-idempotency.store.js';
+import { scopeUniqueProblem } from './partition-check.js';
 
 /** One row per required column that is absent; `table_exists` tells a missing table from a column. */
 const CHECK = `SELECT w.rel, w.col, to_regclass(w.rel) IS NOT NULL AS table_exists
@@ -48,8 +49,10 @@ export class SchemaCheckService implements OnApplicationBootstrap {
       this.options.statementTimeoutMs,
     );
     let missing: { rel: string; col: string; table_exists: boolean }[];
+    let scope: string | null;
     try {
       missing = (await pool.query({ text: CHECK, values: [rels, cols] })).rows as never;
+      scope = missing.length > 0 ? null : await scopeUniqueProblem(pool, tableName);
     } catch (err) {
       this.logger.warn(
         `Could not check the idempotency tables (${(err as Error).message}); starting anyway: keyed requests answer 503 until PostgreSQL answers`,
@@ -57,6 +60,7 @@ export class SchemaCheckService implements OnApplicationBootstrap {
       return;
     }
     if (missing.length > 0) throw new Error(describeMissing(tableName, missing));
+    if (scope) throw new Error(scope);
   }
 }
 
