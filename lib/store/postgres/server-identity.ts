@@ -69,16 +69,20 @@ export class ServerIdentityWatch {
       if (error && isConnectionFailure(error)) this.emit({ type: 'connection_lost', error });
     });
     // Before a new connection is handed out, so a change is known (and acted on) before
-    // anything read on it is used. A verify of the app's own still runs, after.
+    // anything read on it is used. A verify of the app's own still runs, after. A connection
+    // lost (or hung) meanwhile goes back to pg-pool as failed: it destroys it and fails the wait.
     if (p.options) {
       const own = p.options.verify;
       p.options.verify = (client, done) =>
-        void this.check(client).then(() => (own ? own(client, done) : done()));
+        void this.check(client).then((lost) =>
+          lost ? done(lost) : own ? own(client, done) : done(),
+        );
     }
     return pool;
   }
 
-  private async check(client: IdentityClient): Promise<void> {
+  /** Reads the identity on a new connection; the error when the connection failed meanwhile. */
+  private async check(client: IdentityClient): Promise<Error | undefined> {
     for (; this.sql < IDENTITY_SQL.length; this.sql++) {
       try {
         const { rows } = await client.query({
@@ -93,10 +97,7 @@ export class ServerIdentityWatch {
         }
         return;
       } catch (error) {
-        if (isConnectionFailure(error)) {
-          this.emit({ type: 'connection_lost', error: error as Error });
-          return;
-        }
+        if (isConnectionFailure(error)) return error as Error;
       }
     }
   }
