@@ -18,6 +18,8 @@ import { PostgresIdempotencyStore } from './store/postgres/postgres-idempotency.
 import { ReplayAuditService } from './execution/replay-audit.service.js';
 import { ReplayCache } from './execution/replay-cache.js';
 import { CompletionRetryShutdown } from './execution/completion-retry.js';
+import { invalidatedReplayCache } from './execution/replay-cache.invalidation.js';
+import type { IdempotencyStore } from './store/idempotency-store.interface.js';
 import { SchemaCheckService } from './store/postgres/schema-check.service.js';
 import { TransactionalRoutesCheck } from './store/transactional-routes.check.js';
 import { SseRoutesCheck } from './http/sse-routes.check.js';
@@ -64,8 +66,9 @@ const initializedHere = new WeakSet<DataSource>();
     CompletionRetryShutdown,
     {
       provide: ReplayCache,
-      inject: [IDEMPOTENCY_RESOLVED_OPTIONS],
-      useFactory: (options: ResolvedIdempotencyOptions) => new ReplayCache(options.replayCache),
+      inject: [IDEMPOTENCY_RESOLVED_OPTIONS, IDEMPOTENCY_STORE],
+      useFactory: (options: ResolvedIdempotencyOptions, store: IdempotencyStore) =>
+        invalidatedReplayCache(options.replayCache, store),
     },
     IdempotencyInterceptor,
     IdempotencyInterceptorOrder,

@@ -2,7 +2,21 @@
 
 -- Safe to run more than once.
 
-ALTER TABLE idempotency_keys SET (fillfactor = 90);
+DO $$
+DECLARE
+  part regclass;
+BEGIN
+  IF (SELECT relkind FROM pg_class WHERE oid = 'idempotency_keys'::regclass) <> 'p' THEN
+    ALTER TABLE idempotency_keys SET (fillfactor = 90);
+    RETURN;
+  END IF;
+  FOR part IN SELECT t.relid FROM pg_partition_tree('idempotency_keys'::regclass) t
+                JOIN pg_class c ON c.oid = t.relid
+               WHERE t.isleaf AND c.relkind = 'r' LOOP
+    EXECUTE format('ALTER TABLE %s SET (fillfactor = 90)', part);
+  END LOOP;
+END
+$$;
 
 ALTER TABLE idempotency_keys_replays
   ADD COLUMN IF NOT EXISTS replay_count integer NOT NULL DEFAULT 1 CHECK (replay_count > 0),

@@ -6,12 +6,12 @@
 import { sqlNames } from './idempotency-audit.sql.js';
 
 /** The statements for a table of another name (the module's `tableName` option), e.g. `billing.idempotency_keys`. */
-export function idempotencyKeysUp(tableName = 'idempotency_keys'): string[] {
-  const { records: t, prefix: n } = sqlNames(tableName);
-  return [
-    `CREATE TABLE IF NOT EXISTS ${t} (
-  id               uuid         PRIMARY KEY DEFAULT gen_random_uuid(),
-  idempotency_key  varchar(255) NOT NULL,
+/**
+ * The records table's columns after `id`, and its status check: shared by the plain table and
+ * the partitioned layout (`idempotencyPartitionedUp`).
+ */
+export function recordColumnsDdl(n: string): string {
+  return `  idempotency_key  varchar(255) NOT NULL,
   endpoint         varchar(255) NOT NULL,
   user_id          text         NOT NULL DEFAULT '',
   request_hash     char(64)     NOT NULL,
@@ -29,7 +29,16 @@ export function idempotencyKeysUp(tableName = 'idempotency_keys'): string[] {
   created_at       timestamptz  NOT NULL DEFAULT now(),
   completed_at     timestamptz,
   expires_at       timestamptz  NOT NULL DEFAULT now() + interval '24 hours',
-  CONSTRAINT uq_${n}_scope UNIQUE (idempotency_key, endpoint, user_id)
+  CONSTRAINT uq_${n}_scope UNIQUE (idempotency_key, endpoint, user_id)`;
+}
+
+/** The statements for a table of another name (the module's `tableName` option), e.g. `billing.idempotency_keys`. */
+export function idempotencyKeysUp(tableName = 'idempotency_keys'): string[] {
+  const { records: t, prefix: n } = sqlNames(tableName);
+  return [
+    `CREATE TABLE IF NOT EXISTS ${t} (
+  id               uuid         PRIMARY KEY DEFAULT gen_random_uuid(),
+${recordColumnsDdl(n)}
 )`,
     `CREATE INDEX IF NOT EXISTS idx_${n}_expires_at ON ${t} (expires_at)`,
     `CREATE INDEX IF NOT EXISTS idx_${n}_created_at ON ${t} (created_at)`,

@@ -63,6 +63,11 @@ export {
   financeHistoryUp,
   financeHistoryDown,
 } from './idempotency-finance-history.sql.js';
+export {
+  idempotencyPartitionedUp,
+  idempotencyArchivePartitions,
+  type PartitionedLayoutOptions,
+} from './idempotency-partitioned.sql.js';
 
 /** Every migration of the library, in order: `migrations: [...idempotencyMigrations, ...yours]`. */
 export const idempotencyMigrations = [

@@ -72,6 +72,12 @@ export class ReplayCache {
     }
   }
 
+  /** Forgets every entry (the server behind the store changed: they may not be there). */
+  clear(): void {
+    this.entries.clear();
+    this.bytes = 0;
+  }
+
   private delete(scopeKey: string, entry: Entry): void {
     this.entries.delete(scopeKey);
     this.bytes -= entry.bytes;

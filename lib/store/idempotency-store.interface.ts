@@ -229,4 +229,10 @@ export interface IdempotencyStore<TManager = unknown> {
    * batches, one instance at a time (`ran: false` when another holds the cleanup).
    */
   cleanup(options: { batchSize: number; retentionSeconds: number }): Promise<CleanupResult>;
+  /**
+   * Registers `listener` for when the storage behind the store may have changed (a failover, a
+   * restart, a lost connection): the module then drops its replay cache, whose entries may not
+   * exist there. Optional: without it the cache lives out its entries' ttl.
+   */
+  onServerChange?(listener: (change: unknown) => void): void;
 }

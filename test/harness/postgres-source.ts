@@ -231,7 +231,7 @@ async function startEmbedded(log: (message: string) => void): Promise<PostgresSo
   throw new Error('unreachable');
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();

@@ -90,6 +90,10 @@ export function tally(labels: readonly string[]): Record<string, number> {
   return counts;
 }
 
+/** What the child app writes each execution to (see child/server.ts). */
+export const EXECUTIONS_TABLE = `CREATE TABLE reliability_executions (id serial PRIMARY KEY,
+  idempotency_key text, instance text, started_at timestamptz NOT NULL DEFAULT clock_timestamp())`;
+
 /**
  * Compiles the child app with tsc into `dist-test/<name>/` (git-ignored), one folder per spec so
  * parallel jest workers never write the same files; incremental, so a re-run costs ~2 s.
@@ -111,10 +115,7 @@ export async function prepareChildRun(
   if (created.status === 'fulfilled') keep(created.value);
   const script = settledValue(built);
   const db = settledValue(created);
-  await db.dataSource.query(
-    `CREATE TABLE reliability_executions (id serial PRIMARY KEY, idempotency_key text, instance text,
-       started_at timestamptz NOT NULL DEFAULT clock_timestamp())`,
-  );
+  await db.dataSource.query(EXECUTIONS_TABLE);
   return { db, script };
 }
 

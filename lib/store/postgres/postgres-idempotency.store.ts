@@ -27,6 +27,7 @@ import { withoutNames } from './unnamed-statements.js';
 import { readOnlyTransactionError } from './topology-check.js';
 import { SingleCommitSlots } from './single-commit-slots.js';
 import { lazyTransaction, transactionHandle } from './lazy-transaction.js';
+import { type ServerChange, ServerIdentityWatch } from './server-identity.js';
 import {
   DeadlinePool,
   type Pool,
@@ -81,6 +82,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
   /** Open single-commit transactions, capped below the pool's size. */
   private readonly slots: SingleCommitSlots;
   private readonly singleCommitMaxSeconds: number;
+  private readonly server: ServerIdentityWatch;
 
   constructor(
     readonly dataSource: DataSource,
@@ -105,13 +107,27 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       ? buildSingleCommitStatements(tableName)
       : withoutNames(buildSingleCommitStatements(tableName));
     this.codec = new StoredResponseCodec(options.cipher ?? null);
-    this.pool = new DeadlinePool(
-      () => (this.dataSource.driver as unknown as { master: Pool }).master,
-      options.statementTimeoutMs ?? IDEMPOTENCY_DEFAULTS.statementTimeoutMs,
-    );
+    const timeoutMs = options.statementTimeoutMs ?? IDEMPOTENCY_DEFAULTS.statementTimeoutMs;
+    this.server = new ServerIdentityWatch(timeoutMs);
+    this.pool = new DeadlinePool(() => this.server.watch(this.master()), timeoutMs);
     this.singleCommitMaxSeconds =
       options.singleCommitMaxSeconds ?? IDEMPOTENCY_DEFAULTS.singleCommitMaxSeconds;
     this.slots = new SingleCommitSlots(this.driverPool, this.pool.timeoutMs);
+  }
+
+  private master(): Pool {
+    return (this.dataSource.driver as unknown as { master: Pool }).master;
+  }
+
+  /**
+   * `listener` runs when the server behind the pool may have changed (a connection-level
+   * failure, or a new connection answering with another server identity): what was read from
+   * the old server, e.g. replay-cached responses, may not be on the new one (asynchronous
+   * replication loses the last commits of a failed primary).
+   */
+  onServerChange(listener: (change: ServerChange) => void): void {
+    this.server.subscribe(listener);
+    if (this.dataSource.isInitialized) this.server.watch(this.master());
   }
 
   /** The pg pool of the DataSource (once initialized). */

@@ -11,7 +11,12 @@ export function readOnlyTransactionError(): Error {
 /** The columns claims name in `ON CONFLICT`: a unique index on exactly these must exist. */
 const SCOPE = ['endpoint', 'idempotency_key', 'user_id'];
 
+/**
+ * On a partitioned table the parent's index counts; it is valid only once every partition has its
+ * own attached.
+ */
 const CHECK = `SELECT pg_is_in_recovery() AS standby,
+       (SELECT relkind = 'p' FROM pg_catalog.pg_class WHERE oid = to_regclass($1)) AS partitioned,
        current_setting('transaction_read_only') = 'on' AS read_only,
        EXISTS (SELECT 1 FROM pg_catalog.pg_index i
                 WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indisvalid
@@ -21,6 +26,9 @@ const CHECK = `SELECT pg_is_in_recovery() AS standby,
                         WHERE a.attrelid = i.indrelid
                           AND a.attnum = ANY ((i.indkey::int2[])[0:i.indnkeyatts - 1])) = $2::text[]
               ) AS scope_unique`;
+
+const PARTITIONED =
+  ' On a partitioned table the constraint must hold the partition key (partition by hash of idempotency_key), and an index made ON ONLY the parent needs every partition index attached.';
 
 /**
  * What keeps the store from working on this database although its tables are there, each with
@@ -38,7 +46,12 @@ export async function topologyProblems(
     text: CHECK,
     values: [records.quoted, SCOPE, SCOPE.length],
   });
-  const row = rows[0] as { standby: boolean; read_only: boolean; scope_unique: boolean };
+  const row = rows[0] as {
+    standby: boolean;
+    read_only: boolean;
+    partitioned: boolean;
+    scope_unique: boolean;
+  };
   const problems: string[] = [];
   if (row.standby) {
     problems.push(
@@ -51,7 +64,7 @@ export async function topologyProblems(
   }
   if (!row.scope_unique) {
     problems.push(
-      `the table ${records.quoted} has no unique index on (idempotency_key, endpoint, user_id), which claims need (INSERT ... ON CONFLICT): restore it, e.g. ALTER TABLE ${records.quoted} ADD CONSTRAINT uq_${records.prefix}_scope UNIQUE (idempotency_key, endpoint, user_id).`,
+      `the table ${records.quoted} has no unique index on (idempotency_key, endpoint, user_id), which claims need (INSERT ... ON CONFLICT): restore it, e.g. ALTER TABLE ${records.quoted} ADD CONSTRAINT uq_${records.prefix}_scope UNIQUE (idempotency_key, endpoint, user_id).${row.partitioned ? PARTITIONED : ''}`,
     );
   }
   if (preparedStatements) {

@@ -1,0 +1,21 @@
+import { describe, expect, it } from '@jest/globals';
+import { isConnectionFailure } from '../../lib/store/postgres/server-identity.js';
+
+describe('isConnectionFailure', () => {
+  it('tells a lost server from a statement it refused', () => {
+    const coded = (code: string) => Object.assign(new Error(code), { code });
+    for (const lost of [
+      new Error('Connection terminated unexpectedly'),
+      coded('ECONNREFUSED'),
+      coded('ECONNRESET'),
+      coded('08006'),
+      coded('57P01'),
+      coded('57P03'),
+    ]) {
+      expect([lost.message, isConnectionFailure(lost)]).toEqual([lost.message, true]);
+    }
+    for (const refused of [coded('23505'), coded('57014'), coded('25006'), coded('42501')]) {
+      expect([refused.message, isConnectionFailure(refused)]).toEqual([refused.message, false]);
+    }
+  });
+});
