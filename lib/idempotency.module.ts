@@ -18,6 +18,7 @@ import { PostgresIdempotencyStore } from './store/postgres/postgres-idempotency.
 import { ReplayAuditService } from './execution/replay-audit.service.js';
 import { ReplayCache } from './execution/replay-cache.js';
 import { CompletionRetryShutdown } from './execution/completion-retry.js';
+import { PreEncodingCapture } from './http/pre-encoding-capture.js';
 import { SchemaCheckService } from './store/postgres/schema-check.service.js';
 import { TransactionalRoutesCheck } from './store/transactional-routes.check.js';
 
@@ -58,6 +59,7 @@ const initializedHere = new WeakSet<DataSource>();
     IdempotencyCleanupService,
     ReplayAuditService,
     CompletionRetryShutdown,
+    PreEncodingCapture,
     {
       provide: ReplayCache,
       inject: [IDEMPOTENCY_RESOLVED_OPTIONS],
