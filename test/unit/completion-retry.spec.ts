@@ -15,17 +15,19 @@ const completion: Completion = {
   ttlSeconds: 60,
 };
 
+const claim = {
+  key: 'k',
+  endpoint: 'POST /pay',
+  userId: '',
+  requestHash: 'h',
+  ttlSeconds: 60,
+  leaseSeconds: 3,
+};
+
 /** An in-memory store whose completions fail while `refusing`; renewals are counted. */
 async function refusingStore() {
   const store = new InMemoryIdempotencyStore();
-  const outcome = await store.claim({
-    key: 'k',
-    endpoint: 'POST /pay',
-    userId: '',
-    requestHash: 'h',
-    ttlSeconds: 60,
-    leaseSeconds: 3,
-  });
+  const outcome = await store.claim(claim);
   const lease = (outcome as { lease: Lease }).lease;
   const state = { refusing: true, attempts: 0, renewals: 0 };
   const complete = store.complete.bind(store);
@@ -43,14 +45,7 @@ async function refusingStore() {
   const logger = { log() {}, warn() {}, error: (m: string) => void errors.push(m) };
   const ctx = { store, lease, leaseSeconds: 3, logger, describe: () => 'key "k"' };
   const stored = async () =>
-    (await store.claim({
-      key: 'k',
-      endpoint: 'POST /pay',
-      userId: '',
-      requestHash: 'h',
-      ttlSeconds: 60,
-      leaseSeconds: 3,
-    })) as { type: string; response?: { body: Buffer | null; omitted?: string } };
+    (await store.claim(claim)) as { type: string; response?: { body: Buffer | null } };
   return { store, ctx, state, errors, stored };
 }
 
