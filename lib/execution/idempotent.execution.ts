@@ -16,7 +16,13 @@ import type {
   StoredResponse,
 } from '../store/idempotency-store.interface.js';
 import { trackSettlement } from './handler-settlement.js';
-import { type Completing, completionOf, rolledBackResponse } from './outcome-completion.js';
+import {
+  type Completing,
+  completionOf,
+  rolledBackResponse,
+  unknownOutcomeResponse,
+} from './outcome-completion.js';
+import { commitOutcomeUnknown } from './commit-outcome.js';
 import type { OutcomeCapture, UncapturableReason, WireResponse } from './handler-outcome.js';
 import { completeUntilStored, fallbackCompletions } from './completion-retry.js';
 import { LeaseHeartbeat } from './lease-heartbeat.js';
@@ -118,7 +124,7 @@ export class IdempotentExecution {
       transactionId: this.transactionId(req, outcome.body),
     };
     const record = await this.record(completing);
-    if (record === 'rolled-back') return this.rolledBack();
+    if (record === 'rolled-back' || record === 'unknown') return this.rolledBack(record);
     if (record && storable) this.onStored(completing as StoredResponse, record);
   }
 
@@ -169,7 +175,7 @@ export class IdempotentExecution {
       omitted: reason,
       transactionId: this.context.transactionId,
     });
-    if (record === 'rolled-back') return this.rolledBack();
+    if (record === 'rolled-back' || record === 'unknown') return this.rolledBack(record);
   }
 
   private settle(): void {
@@ -187,18 +193,27 @@ export class IdempotentExecution {
   }
 
   /** Completes the record (committing the handler's writes with it, in transactional mode). */
-  private async record(c: Completing): Promise<CompletedRecord | null | 'rolled-back'> {
+  private async record(c: Completing): Promise<CompletedRecord | null | 'rolled-back' | 'unknown'> {
     const completion = { ...c, ttlSeconds: this.route.ttlSeconds };
     // Captured now: a failed COMMIT has already dropped the transaction when the catch runs.
     const transaction = this.transaction?.active ? this.transaction : undefined;
+    // Single-commit: the completion is sent with the COMMIT.
+    let committing = transaction !== undefined && transaction === this.claimTransaction;
     try {
       const record = await this.store.complete(this.lease, completion, transaction);
       if (!record) this.logger.error?.(`Lost the claim of ${this.describe()} before completion`);
       if (transaction && !record) throw new Error('lease lost');
-      await this.endTransaction(transaction !== undefined);
+      committing = transaction !== undefined;
+      await this.endTransaction(committing);
       return record;
     } catch (err) {
-      if (transaction) return 'rolled-back';
+      if (transaction) {
+        const outcome = committing && commitOutcomeUnknown(err) ? 'unknown' : 'rolled-back';
+        this.logger.error?.(
+          `${this.describe()} not committed (${outcome}): ${(err as Error).message}`,
+        );
+        return outcome;
+      }
       this.logger.error?.(`Could not store the response of ${this.describe()}: ${err}`);
       // Whatever the store refused, the bytes are what a retry needs: store them alone, else
       // the status alone. Never delete the claim: a retry would run the operation again.
@@ -211,11 +226,17 @@ export class IdempotentExecution {
     }
   }
 
-  /** Transactional mode, outcome not recorded: nothing was committed, so say so and free the key. */
-  private async rolledBack(err?: Error): Promise<WireResponse> {
-    this.logger.error?.(`Rolled back ${this.describe()}${err ? `: ${err.message}` : ''}`);
-    await this.discard('its transaction rolled back');
-    return rolledBackResponse(this.options.retryAfterSeconds);
+  /**
+   * Transactional mode, outcome not recorded: free the key and say what is known. Rolled back:
+   * nothing was committed. Unknown (the COMMIT got no answer): the same key replays or runs it.
+   */
+  private async rolledBack(
+    outcome: 'rolled-back' | 'unknown' = 'rolled-back',
+  ): Promise<WireResponse> {
+    await this.discard('its transaction did not commit');
+    return outcome === 'unknown'
+      ? unknownOutcomeResponse(this.options.retryAfterSeconds)
+      : rolledBackResponse(this.options.retryAfterSeconds);
   }
 
   private transactionId(req: object, body: unknown): string | null {
