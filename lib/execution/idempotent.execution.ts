@@ -86,8 +86,10 @@ export class IdempotentExecution {
         },
       });
       return capture(handled, {
-        onUncapturable: (status, reason) => this.uncapturable(status, reason),
-        onEnd: (wire) => this.responded(req, wire),
+        onUncapturable: (status, reason) =>
+          this.uncapturable(status, reason).catch((err) => this.unrecorded(status, err)),
+        onEnd: (wire) =>
+          this.responded(req, wire).catch((err) => this.unrecorded(wire.statusCode, err)),
         onFailure: () => this.failed(),
       });
     });
@@ -160,6 +162,13 @@ export class IdempotentExecution {
     if (!this.stores(status, this.handlerError)) return this.discard('not stored');
     this.logger.warn?.(`${this.describe()}: response ${reason}; stored its status only`);
     return this.completeAnyway(status, reason);
+  }
+
+  /** Bookkeeping failed after the handler ran (an app's `storeIf` threw): still never a re-run. */
+  private unrecorded(status: number, err: unknown): Promise<WireResponse | void> {
+    this.settle();
+    this.logger.error?.(`${this.describe()}: could not record its outcome: ${err}`);
+    return this.completeAnyway(status, 'unrecorded');
   }
 
   /** Records that the handler ran, with its status and no body (rule (b) of the README). */
