@@ -37,6 +37,7 @@ import { ReplayAuditService } from '../execution/replay-audit.service.js';
 import { ReplayCache } from '../execution/replay-cache.js';
 import { ValueIdempotency } from '../transports/value-idempotency.js';
 import { adoptReplyHeaders, silencePlatformReply, writeStoredResponse } from './response-replay.js';
+import { replayFor } from './replay-encoding.js';
 
 const HANDLED = Symbol('nestjs-pg-idempotency:handled');
 
@@ -106,7 +107,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     if (typeof hash === 'string') {
       // A hot replay: answered here, without a promise or a claim.
       const cached = this.coordinator.cachedReplay(scope, hash);
-      if (cached) return this.replay(route, res, cached);
+      if (cached) return this.replay(route, req, res, cached);
     } else {
       // Awaited once the call is subscribed; not an unhandled rejection before that.
       hash.catch(() => undefined);
@@ -126,7 +127,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const decision = await this.coordinator.decide({ scope, requestHash, route });
     switch (decision.type) {
       case 'replay':
-        return { result: this.replay(route, res, decision.response) };
+        return { result: this.replay(route, req, res, decision.response) };
       case 'reject':
         throw this.refusals.reject(res, decision.code);
       case 'execute': {
@@ -143,6 +144,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   private replay(
     route: IdempotentRoute,
+    req: IdempotencyRequest,
     res: PlatformResponse,
     stored: StoredResponse,
   ): Observable<unknown> {
@@ -156,7 +158,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const raw = rawResponse(res);
     adoptReplyHeaders(res, raw);
     hijack(res);
-    writeStoredResponse(raw, stored, REPLAYED_HEADER);
+    const accepted = (req.raw ?? req).headers?.['accept-encoding'];
+    writeStoredResponse(raw, replayFor(stored, accepted), REPLAYED_HEADER);
     if (!route.ownsResponse) silencePlatformReply(res);
     return of(undefined);
   }
