@@ -99,6 +99,14 @@ class CompletionRetry {
     this.delayMs = Math.min(this.delayMs * 2, COMPLETION_RETRY.maxDelayMs, renewEveryMs);
   }
 
+  /** The process is shutting down with the completion still unwritten: say what that means. */
+  abandon(): Promise<void> {
+    this.ctx.logger.error?.(
+      `Shutting down before the completion of ${this.ctx.describe()} was written: the key frees when its lease ends, and a retry may then run the operation again`,
+    );
+    return this.stop();
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
@@ -134,6 +142,6 @@ export class CompletionRetryShutdown implements OnModuleDestroy {
 
   async onModuleDestroy(): Promise<void> {
     const retries = running.get(this.store);
-    if (retries) await Promise.all([...retries].map((retry) => retry.stop()));
+    if (retries) await Promise.all([...retries].map((retry) => retry.abandon()));
   }
 }

@@ -85,12 +85,13 @@ describe('completeUntilStored', () => {
   });
 
   it('stops when the module is destroyed', async () => {
-    const { store, ctx, state } = await refusingStore();
+    const { store, ctx, state, errors } = await refusingStore();
     await completeUntilStored(ctx, fallbackCompletions(completion));
     await jest.advanceTimersByTimeAsync(100);
     const attempts = state.attempts;
     await new CompletionRetryShutdown(store).onModuleDestroy();
     await jest.advanceTimersByTimeAsync(60_000);
     expect(state.attempts).toBe(attempts);
+    expect(errors.at(-1)).toContain('frees when its lease ends');
   });
 });
