@@ -8,7 +8,8 @@ const SLOT = Symbol('nestjs-pg-idempotency:pre-encoding');
 
 /** A held response's payload as Fastify serialized it, before any `onSend` plugin encoded it. */
 export interface PreEncoding {
-  body?: Buffer;
+  /** Kept as Fastify gave it: converted only when an encoding makes it the stored body. */
+  payload?: string | Buffer;
   /** Its `content-encoding` then: none, unless the handler encoded the body itself. */
   encoding?: string;
 }
@@ -39,7 +40,7 @@ export function preEncodingHook(
 ): void {
   const slot = (reply.raw as Watched)[SLOT];
   if (slot && (typeof payload === 'string' || Buffer.isBuffer(payload))) {
-    slot.body = Buffer.isBuffer(payload) ? payload : Buffer.from(payload);
+    slot.payload = payload;
     const encoding = reply.getHeader('content-encoding');
     slot.encoding = typeof encoding === 'string' ? encoding : undefined;
   }
@@ -57,7 +58,7 @@ export function beforeEncoding(
   slot: PreEncoding,
   head: unknown[] | undefined,
 ): WireResponse | undefined {
-  if (slot.body === undefined) return undefined;
+  if (slot.payload === undefined) return undefined;
   const written = Object.entries(headersArg(head ?? []) ?? {});
   const encoding =
     written.find(([name]) => name.toLowerCase() === 'content-encoding')?.[1] ??
@@ -65,7 +66,8 @@ export function beforeEncoding(
   if (encoding === undefined || encoding === slot.encoding) return undefined;
   const { 'content-encoding': _encoded, ...kept } = wire.headers;
   if (slot.encoding !== undefined) kept['content-encoding'] = slot.encoding;
-  return { statusCode: wire.statusCode, headers: kept, body: slot.body };
+  const body = Buffer.isBuffer(slot.payload) ? slot.payload : Buffer.from(slot.payload);
+  return { statusCode: wire.statusCode, headers: kept, body };
 }
 
 /** Installs `preEncodingHook` on a Fastify application, before it is ready. */
