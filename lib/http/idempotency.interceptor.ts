@@ -37,7 +37,6 @@ import { ReplayAuditService } from '../execution/replay-audit.service.js';
 import { ReplayCache } from '../execution/replay-cache.js';
 import { ValueIdempotency } from '../transports/value-idempotency.js';
 import { adoptReplyHeaders, silencePlatformReply, writeStoredResponse } from './response-replay.js';
-import { replayFor } from './replay-encoding.js';
 
 const HANDLED = Symbol('nestjs-pg-idempotency:handled');
 
@@ -107,7 +106,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     if (typeof hash === 'string') {
       // A hot replay: answered here, without a promise or a claim.
       const cached = this.coordinator.cachedReplay(scope, hash);
-      if (cached) return this.replay(route, req, res, cached);
+      if (cached) return this.replay(route, res, cached);
     } else {
       // Awaited once the call is subscribed; not an unhandled rejection before that.
       hash.catch(() => undefined);
@@ -127,7 +126,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const decision = await this.coordinator.decide({ scope, requestHash, route });
     switch (decision.type) {
       case 'replay':
-        return { result: this.replay(route, req, res, decision.response) };
+        return { result: this.replay(route, res, decision.response) };
       case 'reject':
         throw this.refusals.reject(res, decision.code);
       case 'execute': {
@@ -144,7 +143,6 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   private replay(
     route: IdempotentRoute,
-    req: IdempotencyRequest,
     res: PlatformResponse,
     stored: StoredResponse,
   ): Observable<unknown> {
@@ -158,8 +156,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const raw = rawResponse(res);
     adoptReplyHeaders(res, raw);
     hijack(res);
-    const accepted = (req.raw ?? req).headers?.['accept-encoding'];
-    writeStoredResponse(raw, replayFor(stored, accepted), REPLAYED_HEADER);
+    writeStoredResponse(raw, stored, REPLAYED_HEADER);
     if (!route.ownsResponse) silencePlatformReply(res);
     return of(undefined);
   }

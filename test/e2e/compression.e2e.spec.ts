@@ -6,12 +6,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fastifyCompress from '@fastify/compress';
-import { Body, Controller, Module, Post, Res, StreamableFile } from '@nestjs/common';
+import { Body, Controller, Module, Post, StreamableFile } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import compression from 'compression';
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { brotliDecompressSync, gunzipSync, gzipSync } from 'node:zlib';
+import { gunzipSync } from 'node:zlib';
 import {
   Idempotent,
   IdempotencyCtx,
@@ -59,17 +59,6 @@ class PayController {
     return receipt(body.ref, ran(body.ref));
   }
 
-  /** Encodes its body itself: the stored bytes are gzip. */
-  @Post('gzipped')
-  @Idempotent()
-  gzipped(@Body() body: ChargeBody, @Res() res: any) {
-    runs.set(body.ref, ran(body.ref) + 1);
-    const gzipped = gzipSync(JSON.stringify(receipt(body.ref, ran(body.ref))));
-    const headers = { 'content-type': 'application/json', 'content-encoding': 'gzip' };
-    if (typeof res.code === 'function') res.code(201).headers(headers).send(gzipped);
-    else res.status(201).set(headers).end(gzipped);
-  }
-
   @Post('file')
   @Idempotent()
   file(@Body() body: ChargeBody) {
@@ -79,14 +68,14 @@ class PayController {
   }
 }
 
-/** The body as JSON, decoded as the server says it is encoded. */
+/** The body as JSON, gunzipped when the server says it is gzip. */
 function decoded(res: RawResponse): unknown {
-  const encoding = res.headers['content-encoding'] ?? 'identity';
-  const decode = { gzip: gunzipSync, br: brotliDecompressSync, identity: (b: Buffer) => b }[
-    encoding
-  ];
-  if (!decode) throw new Error(`unexpected content-encoding ${encoding}`);
-  return JSON.parse(decode(res.body).toString('utf8'));
+  const encoding = res.headers['content-encoding'];
+  const body = encoding === 'gzip' ? gunzipSync(res.body) : res.body;
+  if (encoding && encoding !== 'gzip' && encoding !== 'identity') {
+    throw new Error(`unexpected content-encoding ${encoding}`);
+  }
+  return JSON.parse(body.toString('utf8'));
 }
 
 const GZIP: [string, string][] = [['Accept-Encoding', 'gzip']];
@@ -206,25 +195,6 @@ describe.each<Setup>(['fastify', 'fastify-stream', 'express'])('compression on %
       code: 'idempotency_response_not_replayable',
       original_status: 201,
     });
-    expect(ran(ref)).toBe(1);
-  });
-
-  it('a body the handler gzipped itself replays decoded to a client that does not accept gzip', async () => {
-    const key = randomUUID();
-    const ref = randomUUID();
-    const first = await send(url, '/pay/gzipped', { key, body: { ref }, headers: GZIP });
-    expect(first.headers['content-encoding']).toBe('gzip');
-    expect(decoded(first)).toEqual(receipt(ref, 1));
-    const gzipped = await send(url, '/pay/gzipped', { key, body: { ref }, headers: GZIP });
-    expect(gzipped.headers['idempotent-replayed']).toBe('true');
-    expect(gzipped.body.equals(first.body)).toBe(true);
-    for (const headers of [[], [['Accept-Encoding', 'br, gzip;q=0']]] as [string, string][][]) {
-      const plain = await send(url, '/pay/gzipped', { key, body: { ref }, headers });
-      expect(plain.headers['idempotent-replayed']).toBe('true');
-      // Never gzip; Express compression() may encode the decoded replay again as br.
-      expect(plain.headers['content-encoding']).not.toBe('gzip');
-      expect(decoded(plain)).toEqual(receipt(ref, 1));
-    }
     expect(ran(ref)).toBe(1);
   });
 });
