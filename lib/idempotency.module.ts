@@ -20,6 +20,7 @@ import { ReplayCache } from './execution/replay-cache.js';
 import { CompletionRetryShutdown } from './execution/completion-retry.js';
 import { invalidatedReplayCache } from './execution/replay-cache.invalidation.js';
 import type { IdempotencyStore } from './store/idempotency-store.interface.js';
+import { PreEncodingCapture } from './http/pre-encoding-capture.js';
 import { SchemaCheckService } from './store/postgres/schema-check.service.js';
 import { TransactionalRoutesCheck } from './store/transactional-routes.check.js';
 import { SseRoutesCheck } from './http/sse-routes.check.js';
@@ -64,6 +65,7 @@ const initializedHere = new WeakSet<DataSource>();
     IdempotencyCleanupService,
     ReplayAuditService,
     CompletionRetryShutdown,
+    PreEncodingCapture,
     {
       provide: ReplayCache,
       inject: [IDEMPOTENCY_RESOLVED_OPTIONS, IDEMPOTENCY_STORE],

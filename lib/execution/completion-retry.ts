@@ -57,15 +57,16 @@ async function writeFirst(
 
 /**
  * The handler ran and its completion write failed: a retry must never run it again, so the key
- * is never freed. Tries the fallbacks now; if none is written, keeps the lease renewed and
- * retries in the background with backoff for as long as the process lives (until its module is
- * destroyed). Resolves with the immediate attempt: the record, or null (lost, or still retrying).
+ * is never freed. Tries the first fallback now (the caller waits: one more statement deadline at
+ * most); if it is not written, keeps the lease renewed and retries them all in the background
+ * with backoff for as long as the process lives (until its module is destroyed). Resolves with
+ * the immediate attempt: the record, or null (lost, or still retrying).
  */
 export async function completeUntilStored(
   ctx: CompletionRetryContext,
   completions: Completion[],
 ): Promise<CompletedRecord | null> {
-  const first = await writeFirst(ctx, completions);
+  const first = await writeFirst(ctx, completions.slice(0, 1));
   if (!('failure' in first)) return first.record;
   ctx.logger.error?.(
     `${ctx.describe()} stays in progress while its completion is retried in the background: ${first.failure.message}`,
@@ -96,6 +97,14 @@ class CompletionRetry {
     this.timer.unref();
     const renewEveryMs = (this.ctx.leaseSeconds * 1000) / 3;
     this.delayMs = Math.min(this.delayMs * 2, COMPLETION_RETRY.maxDelayMs, renewEveryMs);
+  }
+
+  /** The process is shutting down with the completion still unwritten: say what that means. */
+  abandon(): Promise<void> {
+    this.ctx.logger.error?.(
+      `Shutting down before the completion of ${this.ctx.describe()} was written: the key frees when its lease ends, and a retry may then run the operation again`,
+    );
+    return this.stop();
   }
 
   async stop(): Promise<void> {
@@ -133,6 +142,6 @@ export class CompletionRetryShutdown implements OnModuleDestroy {
 
   async onModuleDestroy(): Promise<void> {
     const retries = running.get(this.store);
-    if (retries) await Promise.all([...retries].map((retry) => retry.stop()));
+    if (retries) await Promise.all([...retries].map((retry) => retry.abandon()));
   }
 }

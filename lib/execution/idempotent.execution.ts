@@ -21,7 +21,13 @@ import type {
   StoredResponse,
 } from '../store/idempotency-store.interface.js';
 import { trackSettlement } from './handler-settlement.js';
-import { type Completing, completionOf, rolledBackResponse } from './outcome-completion.js';
+import {
+  type Completing,
+  completionOf,
+  rolledBackResponse,
+  unknownOutcomeResponse,
+} from './outcome-completion.js';
+import { commitOutcomeUnknown } from './commit-outcome.js';
 import type { OutcomeCapture, UncapturableReason, WireResponse } from './handler-outcome.js';
 import { completeUntilStored, fallbackCompletions } from './completion-retry.js';
 import { LeaseHeartbeat } from './lease-heartbeat.js';
@@ -88,8 +94,10 @@ export class IdempotentExecution {
         },
       });
       return capture(this.abortable(handled), {
-        onUncapturable: (status, reason) => this.uncapturable(status, reason),
-        onEnd: (wire) => this.responded(req, wire),
+        onUncapturable: (status, reason) =>
+          this.uncapturable(status, reason).catch((err) => this.unrecorded(status, err)),
+        onEnd: (wire) =>
+          this.responded(req, wire).catch((err) => this.unrecorded(wire.statusCode, err)),
         onFailure: () => this.failed(),
       });
     });
@@ -142,7 +150,7 @@ export class IdempotentExecution {
       transactionId: this.transactionId(req, outcome.body),
     };
     const record = await this.record(completing);
-    if (record === 'rolled-back') return this.rolledBack();
+    if (record === 'rolled-back' || record === 'unknown') return this.rolledBack(record);
     if (record && storable) this.onStored(completing as StoredResponse, record);
   }
 
@@ -180,6 +188,13 @@ export class IdempotentExecution {
     return this.completeAnyway(status, reason);
   }
 
+  /** Bookkeeping failed after the handler ran (an app's `storeIf` threw): still never a re-run. */
+  private unrecorded(status: number, err: unknown): Promise<WireResponse | void> {
+    this.settle();
+    this.logger.error?.(`${this.describe()}: could not record its outcome: ${err}`);
+    return this.completeAnyway(status, 'unrecorded');
+  }
+
   /** Records that the handler ran, with its status and no body (rule (b) of the README). */
   private async completeAnyway(
     status: number,
@@ -193,7 +208,7 @@ export class IdempotentExecution {
       omitted: reason,
       transactionId: this.context.transactionId,
     });
-    if (record === 'rolled-back') return this.rolledBack();
+    if (record === 'rolled-back' || record === 'unknown') return this.rolledBack(record);
   }
 
   private settle(): void {
@@ -211,18 +226,27 @@ export class IdempotentExecution {
   }
 
   /** Completes the record (committing the handler's writes with it, in transactional mode). */
-  private async record(c: Completing): Promise<CompletedRecord | null | 'rolled-back'> {
+  private async record(c: Completing): Promise<CompletedRecord | null | 'rolled-back' | 'unknown'> {
     const completion = { ...c, ttlSeconds: this.route.ttlSeconds };
     // Captured now: a failed COMMIT has already dropped the transaction when the catch runs.
     const transaction = this.transaction?.active ? this.transaction : undefined;
+    // Single-commit: the completion is sent with the COMMIT.
+    let committing = transaction !== undefined && transaction === this.claimTransaction;
     try {
       const record = await this.store.complete(this.lease, completion, transaction);
       if (!record) this.logger.error?.(`Lost the claim of ${this.describe()} before completion`);
       if (transaction && !record) throw new Error('lease lost');
-      await this.endTransaction(transaction !== undefined);
+      committing = transaction !== undefined;
+      await this.endTransaction(committing);
       return record;
     } catch (err) {
-      if (transaction) return 'rolled-back';
+      if (transaction) {
+        const outcome = committing && commitOutcomeUnknown(err) ? 'unknown' : 'rolled-back';
+        this.logger.error?.(
+          `${this.describe()} not committed (${outcome}): ${(err as Error).message}`,
+        );
+        return outcome;
+      }
       this.logger.error?.(`Could not store the response of ${this.describe()}: ${err}`);
       // Whatever the store refused, the bytes are what a retry needs: store them alone, else
       // the status alone. Never delete the claim: a retry would run the operation again.
@@ -235,11 +259,18 @@ export class IdempotentExecution {
     }
   }
 
-  /** Transactional mode, outcome not recorded: nothing was committed, so say so and free the key. */
-  private async rolledBack(err?: Error): Promise<WireResponse> {
-    err ??= this.abortedBy;
+  /**
+   * Transactional mode, outcome not recorded: free the key and say what is known. Rolled back
+   * (PostgreSQL answered with an error, or the store aborted the transaction): nothing was
+   * committed. Unknown (the COMMIT got no answer): the same key replays or runs it.
+   */
+  private async rolledBack(
+    cause: 'rolled-back' | 'unknown' | Error = 'rolled-back',
+  ): Promise<WireResponse> {
+    const err = cause instanceof Error ? cause : this.abortedBy;
     this.logger.error?.(`Rolled back ${this.describe()}${err ? `: ${err.message}` : ''}`);
-    await this.discard('its transaction rolled back');
+    await this.discard('its transaction did not commit');
+    if (cause === 'unknown' && !err) return unknownOutcomeResponse(this.options.retryAfterSeconds);
     const detail = err instanceof TransactionAbortedError ? err.detail : undefined;
     return rolledBackResponse(this.options.retryAfterSeconds, detail);
   }

@@ -45,3 +45,18 @@ export function rolledBackResponse(retryAfterSeconds: number, detail?: string): 
     body: Buffer.from(JSON.stringify(problem.getResponse())),
   };
 }
+
+/**
+ * Sent instead of the outcome when the COMMIT of a transactional outcome got no answer: it may
+ * have committed, or not, and only a retry with the same key can tell (it replays, or runs).
+ */
+export function unknownOutcomeResponse(retryAfterSeconds: number): WireResponse {
+  const response = rolledBackResponse(retryAfterSeconds);
+  const problem = {
+    ...(JSON.parse(response.body.toString('utf8')) as object),
+    detail:
+      'The outcome of the operation is unknown: the database did not confirm its commit in time. Retry with the same key: it replays the outcome if it was committed, or runs the operation if not. Never retry with a new key',
+    outcome: 'unknown',
+  };
+  return { ...response, body: Buffer.from(JSON.stringify(problem)) };
+}

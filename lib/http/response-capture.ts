@@ -2,6 +2,7 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { HoldHooks, WireResponse } from '../execution/handler-outcome.js';
 
 import { BODY_HEADERS, headersArg, patch, type Patched } from './response-patch.js';
+import { beforeEncoding, watchPreEncoding } from './pre-encoding-capture.js';
 
 export type { HoldHooks, WireResponse };
 
@@ -27,7 +28,9 @@ function toBuffer(chunk: unknown, encoding: BufferEncoding | undefined): Buffer 
  * that threw after `res.send()`) is dropped: the client gets the first response, the one stored.
  * A stream (a chunk written or headers flushed before `end`) cannot be stored: it waits for
  * `onUncapturable` (the key is completed without a body) before its first byte leaves, so a
- * transactional handler's writes are committed before the status line.
+ * transactional handler's writes are committed before the status line. A body a plugin encoded
+ * after Fastify serialized it (`@fastify/compress`: gzip, or a gzip stream) is stored as it was
+ * before: the client gets it back decoded, whatever it accepts.
  */
 export function holdResponse(
   res: ServerResponse,
@@ -37,6 +40,7 @@ export function holdResponse(
   let state: 'open' | 'held' | 'streaming' | 'released' | 'replaced' = 'open';
   let heldHead: unknown[] | undefined;
   const queued: [Patched, unknown[]][] = [];
+  const preEncoding = watchPreEncoding(res);
   const pass = (method: Patched, args: unknown[]) =>
     original[method].apply(res, args as never) as unknown;
   const release = () => {
@@ -58,8 +62,8 @@ export function holdResponse(
   const startStream = (method: Patched, args: unknown[]) => {
     state = 'streaming';
     queued.push([method, args]);
-    hooks
-      .onUncapturable(res.statusCode, 'streamed')
+    const decoded = beforeEncoding(capture(res, allow, heldHead, []), res, preEncoding, heldHead);
+    (decoded ? hooks.onEnd(decoded) : hooks.onUncapturable(res.statusCode, 'streamed'))
       .then((replacement) => {
         if (replacement) return replace(replacement);
         release();
@@ -90,7 +94,8 @@ export function holdResponse(
       if (state === 'streaming') queued.push(['end', args]);
       if (state !== 'open') return res;
       state = 'held';
-      const wire = capture(res, allow, heldHead, args);
+      const sent = capture(res, allow, heldHead, args);
+      const wire = beforeEncoding(sent, res, preEncoding, heldHead) ?? sent;
       const snapshot = { status: res.statusCode, headers: res.getHeaders() };
       hooks
         .onEnd(wire)

@@ -96,7 +96,12 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
     record.response = c.bodyDigest
       ? { statusCode: c.statusCode, headers: {}, body: null, omitted: 'digest' }
       : c.body === null
-        ? { statusCode: c.statusCode, headers: { ...c.headers }, body: null, omitted: 'too_large' }
+        ? {
+            statusCode: c.statusCode,
+            headers: { ...c.headers },
+            body: null,
+            omitted: c.omitted ?? 'too_large',
+          }
         : { statusCode: c.statusCode, headers: { ...c.headers }, body: Buffer.from(c.body) };
     return { expiresAt: new Date(record.expiresAt), secondsLeft: c.ttlSeconds };
   }

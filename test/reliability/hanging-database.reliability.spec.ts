@@ -239,6 +239,17 @@ describe.each([true, 'single'] as const)(
       const res = await send(url, '/ledger', { key, body: { ref: key } });
       expect(res.status).toBe(503);
       expect(res.json()).toMatchObject({ code: 'idempotency_store_unavailable' });
+      expect(res.headers['retry-after']).toBeDefined();
+      // Say only what is known: a client told "rolled back" that retries with a new key pays twice.
+      if (mode === true) {
+        // The COMMIT was never sent: nothing can have committed.
+        expect(res.json().detail).toMatch(/rolled back/);
+      } else {
+        expect(res.json()).toMatchObject({ outcome: 'unknown' });
+        expect(res.json().detail).toMatch(/outcome of the operation is unknown/);
+        expect(res.json().detail).toMatch(/retry with the same (idempotency )?key/i);
+        expect(res.json().detail).not.toMatch(/rolled back/);
+      }
       expect(Date.now() - started).toBeLessThan(2 * TIMEOUT_MS + 2_000);
       expect(runs).toBe(1);
       proxy.resume();

@@ -1,0 +1,90 @@
+import { Injectable, Logger, type OnModuleInit, Optional } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { ServerResponse } from 'node:http';
+import type { WireResponse } from '../execution/handler-outcome.js';
+import { headersArg } from './response-patch.js';
+
+const SLOT = Symbol('nestjs-pg-idempotency:pre-encoding');
+
+/** A held response's payload as Fastify serialized it, before any `onSend` plugin encoded it. */
+export interface PreEncoding {
+  /** Kept as Fastify gave it: converted only when an encoding makes it the stored body. */
+  payload?: string | Buffer;
+  /** Its `content-encoding` then: none, unless the handler encoded the body itself. */
+  encoding?: string;
+}
+
+type Watched = ServerResponse & { [SLOT]?: PreEncoding };
+
+/** Asks the Fastify `onSend` hook to keep this response's payload before it is encoded. */
+export function watchPreEncoding(res: ServerResponse): PreEncoding {
+  const slot: PreEncoding = {};
+  (res as Watched)[SLOT] = slot;
+  return slot;
+}
+
+interface FastifyReplyLike {
+  raw: ServerResponse;
+  getHeader(name: string): unknown;
+}
+
+/**
+ * A global `onSend` hook runs before the route-level ones a plugin such as `@fastify/compress`
+ * adds: the payload here is what the client gets once decoded, whatever it becomes afterwards.
+ */
+export function preEncodingHook(
+  _request: unknown,
+  reply: FastifyReplyLike,
+  payload: unknown,
+  done: (err: null, payload: unknown) => void,
+): void {
+  const slot = (reply.raw as Watched)[SLOT];
+  if (slot && (typeof payload === 'string' || Buffer.isBuffer(payload))) {
+    slot.payload = payload;
+    const encoding = reply.getHeader('content-encoding');
+    slot.encoding = typeof encoding === 'string' ? encoding : undefined;
+  }
+  done(null, payload);
+}
+
+/**
+ * The outcome as stored when something encoded the payload after it was serialized (a
+ * compression plugin turning it into gzip, or into a stream): the bytes before the encoding,
+ * without the encoding's header. Undefined when nothing encoded it: the wire bytes are the outcome.
+ */
+export function beforeEncoding(
+  wire: WireResponse,
+  res: ServerResponse,
+  slot: PreEncoding,
+  head: unknown[] | undefined,
+): WireResponse | undefined {
+  if (slot.payload === undefined) return undefined;
+  const written = Object.entries(headersArg(head ?? []) ?? {});
+  const encoding =
+    written.find(([name]) => name.toLowerCase() === 'content-encoding')?.[1] ??
+    res.getHeader('content-encoding');
+  if (encoding === undefined || encoding === slot.encoding) return undefined;
+  const { 'content-encoding': _encoded, ...kept } = wire.headers;
+  if (slot.encoding !== undefined) kept['content-encoding'] = slot.encoding;
+  const body = Buffer.isBuffer(slot.payload) ? slot.payload : Buffer.from(slot.payload);
+  return { statusCode: wire.statusCode, headers: kept, body };
+}
+
+/** Installs `preEncodingHook` on a Fastify application, before it is ready. */
+@Injectable()
+export class PreEncodingCapture implements OnModuleInit {
+  constructor(@Optional() private readonly host?: HttpAdapterHost) {}
+
+  onModuleInit(): void {
+    const adapter = this.host?.httpAdapter;
+    if (adapter?.getType() !== 'fastify') return;
+    const fastify = adapter.getInstance<{ addHook(name: 'onSend', hook: unknown): void }>();
+    try {
+      fastify.addHook('onSend', preEncodingHook);
+    } catch (err) {
+      new Logger('Idempotency').warn(
+        `Fastify was ready before the idempotency module started; responses a plugin compresses are completed without a body: ${(err as Error).message}`,
+      );
+    }
+  }
+}
