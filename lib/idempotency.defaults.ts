@@ -3,6 +3,7 @@ import type { DataSource } from 'typeorm';
 import { quoteTable } from './store/postgres/idempotency.sql.js';
 import type { ReplayCacheLimits } from './execution/replay-cache.js';
 import { ResponseCipher } from './store/response-cipher.js';
+import { checkIdempotencyOptions } from './idempotency-options.check.js';
 import type { IdempotencyStore } from './store/idempotency-store.interface.js';
 import type {
   IdempotencyModuleOptions,
@@ -75,7 +76,7 @@ export interface ResolvedIdempotencyOptions extends Required<
 }
 
 /** `-1`, `NaN`, `string "3600"`: what was passed, with its type when it is not a number. */
-function describeValue(value: unknown): string {
+export function describeValue(value: unknown): string {
   if (typeof value === 'number') return String(value);
   let shown: string;
   try {
@@ -112,6 +113,7 @@ function cronExpression(name: string, value: string): string {
 export function resolveIdempotencyOptions(
   options: IdempotencyModuleOptions,
 ): ResolvedIdempotencyOptions {
+  checkIdempotencyOptions(options);
   if (!options?.dataSource && !options?.store) {
     throw new Error(
       'nestjs-pg-idempotency: the `dataSource` option is required (or a `store` in place of the PostgreSQL one)',

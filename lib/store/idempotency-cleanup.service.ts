@@ -12,7 +12,11 @@ import { CLEANUP_JOB_NAME, IDEMPOTENCY_STORE } from '../idempotency.constants.js
 import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../idempotency-internal.constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import type { CleanupResult, IdempotencyStore } from './idempotency-store.interface.js';
-import { loadOptionalSchedule, type OptionalSchedule } from './optional-schedule.loader.js';
+import {
+  loadOptionalSchedule,
+  scheduleNotLoadable,
+  type OptionalSchedule,
+} from './optional-schedule.loader.js';
 
 /**
  * Deletes expired records. Registered as a cron job with the app's `SchedulerRegistry`
@@ -37,7 +41,11 @@ export class IdempotencyCleanupService
     let registry: SchedulerRegistry;
     let schedule: OptionalSchedule;
     try {
-      schedule = await loadOptionalSchedule(); // rejects when @nestjs/schedule is not installed
+      schedule = await loadOptionalSchedule();
+    } catch (err) {
+      throw scheduleNotLoadable(err);
+    }
+    try {
       registry = this.moduleRef.get(schedule.SchedulerRegistry, { strict: false });
     } catch {
       this.logger.warn(
