@@ -4,6 +4,7 @@ import { quoteTable } from './store/postgres/idempotency.sql.js';
 import type { ReplayCacheLimits } from './execution/replay-cache.js';
 import { ResponseCipher } from './store/response-cipher.js';
 import { checkIdempotencyOptions } from './idempotency-options.check.js';
+import { defaultUserId } from './http/request-scope.js';
 import type { IdempotencyStore } from './store/idempotency-store.interface.js';
 import type {
   IdempotencyModuleOptions,
@@ -42,8 +43,7 @@ export const IDEMPOTENCY_DEFAULTS = {
   replayCache: { maxEntries: 10_000, maxBytes: 32 * 1024 * 1024, ttlSeconds: 60 },
   /** Per route (`@Idempotent({ storeResponse })`): keep the whole response for replay. */
   storeResponse: 'full' as 'full' | 'digest',
-  // `id`, or what JWT guards put there: the payload itself (`sub`) or passport-jwt's `{ userId }`.
-  getUserId: (req: IdempotencyRequest) => req.user?.id ?? req.user?.sub ?? req.user?.userId,
+  getUserId: defaultUserId,
   fingerprint: (req: IdempotencyRequest) => req.body,
   getRpcKey: (data: { idempotencyKey?: unknown } | null | undefined) => data?.idempotencyKey,
   // The status the client receives decides: an unknown error an app's filter turns into 402 is
