@@ -19,6 +19,7 @@ import { ReplayAuditService } from './execution/replay-audit.service.js';
 import { ReplayCache } from './execution/replay-cache.js';
 import { SchemaCheckService } from './store/postgres/schema-check.service.js';
 import { TransactionalRoutesCheck } from './store/transactional-routes.check.js';
+import { loadTelemetryApi } from './telemetry/idempotency.telemetry.js';
 
 const initializedHere = new WeakSet<DataSource>();
 
@@ -34,6 +35,7 @@ const initializedHere = new WeakSet<DataSource>();
       inject: [IDEMPOTENCY_MODULE_OPTIONS],
       useFactory: async (options: IdempotencyModuleOptions) => {
         const resolved = resolveIdempotencyOptions(options);
+        await loadTelemetryApi();
         // A custom store brings its own storage: the DataSource is not the module's business then.
         if (!resolved.store && resolved.dataSource && !resolved.dataSource.isInitialized) {
           await resolved.dataSource.initialize();

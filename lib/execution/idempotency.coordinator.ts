@@ -14,6 +14,7 @@ import { claimInTransaction } from '../store/transactional-routes.check.js';
 import { IdempotentExecution } from './idempotent.execution.js';
 import type { ReplayAuditService } from './replay-audit.service.js';
 import { ReplayCache } from './replay-cache.js';
+import { telemetry } from '../telemetry/idempotency.telemetry.js';
 
 /** One request to decide on: what it is for, and what it is. */
 export interface IdempotentAttempt {
@@ -55,6 +56,7 @@ export class IdempotencyCoordinator {
     const cacheKey = ReplayCache.scopeKey(scope.userId, scope.endpoint, scope.key);
     const cached = this.cache.get(cacheKey, requestHash);
     if (!cached) return undefined;
+    telemetry.replayFromCache(scope.endpoint);
     this.audit.record(cached.recordId, cached.expiresAt);
     return cached.response;
   }
@@ -71,10 +73,11 @@ export class IdempotencyCoordinator {
         ttlSeconds: route.ttlSeconds,
         leaseSeconds: this.options.leaseSeconds,
       };
-      outcome =
+      outcome = await telemetry.claim(scope, () =>
         route.transactional === 'single'
-          ? await claimInTransaction(this.store)(request)
-          : await this.store.claim(request);
+          ? claimInTransaction(this.store)(request)
+          : this.store.claim(request),
+      );
     } catch (err) {
       this.logger.error(
         `Idempotency store unavailable; refusing ${scope.endpoint}: ${(err as Error).message}`,

@@ -20,6 +20,7 @@ import { type Completing, completionOf, rolledBackResponse } from './outcome-com
 import type { OutcomeCapture, WireResponse } from './handler-outcome.js';
 import { LeaseHeartbeat } from './lease-heartbeat.js';
 import { openTransaction } from '../store/transactional-routes.check.js';
+import { telemetry } from '../telemetry/idempotency.telemetry.js';
 
 /**
  * One handler run under a claimed key. The claim lasts until the handler has settled AND the
@@ -180,16 +181,20 @@ export class IdempotentExecution {
     // Captured now: a failed COMMIT has already dropped the transaction when the catch runs.
     const transaction = this.transaction?.active ? this.transaction : undefined;
     try {
-      const record = await this.store.complete(this.lease, completion, transaction);
+      const record = await telemetry.complete(this.lease, c.transactionId, () =>
+        this.store.complete(this.lease, completion, transaction),
+      );
       if (!record) this.logger.error?.(`Lost the claim of ${this.describe()} before completion`);
       if (transaction && !record) throw new Error('lease lost');
       await this.endTransaction(transaction !== undefined);
       return record;
     } catch (err) {
+      telemetry.completionFailed();
       if (transaction) return 'rolled-back';
       this.logger.error?.(`Could not store the response of ${this.describe()}: ${err}`);
       // Whatever the store refused, the bytes are what a retry needs: store them alone.
       if (c.body === null && c.transactionId === null) return null;
+      telemetry.completionRetried();
       return this.store
         .complete(this.lease, { ...completion, bytesOnly: true, transactionId: null })
         .catch((again: Error) => {

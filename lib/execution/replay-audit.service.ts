@@ -9,6 +9,7 @@ import { IDEMPOTENCY_STORE } from '../idempotency.constants.js';
 import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../idempotency-internal.constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import type { IdempotencyStore, ReplayEvent } from '../store/idempotency-store.interface.js';
+import { telemetry } from '../telemetry/idempotency.telemetry.js';
 
 /**
  * Buffered rows are written at once past half the bound (never below this many), without waiting
@@ -110,6 +111,7 @@ export class ReplayAuditService implements OnModuleInit, BeforeApplicationShutdo
     if (this.rows + this.inFlightRecords >= this.options.replayAuditMaxBuffered) {
       this.dropped++;
       this.droppedUnreported++;
+      telemetry.auditDropped();
       return;
     }
     if (tally !== undefined) this.closed.push(tally);

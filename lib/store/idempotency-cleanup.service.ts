@@ -17,6 +17,7 @@ import {
   scheduleNotLoadable,
   type OptionalSchedule,
 } from './optional-schedule.loader.js';
+import { telemetry } from '../telemetry/idempotency.telemetry.js';
 
 /**
  * Deletes expired records. Registered as a cron job with the app's `SchedulerRegistry`
@@ -79,6 +80,7 @@ export class IdempotencyCleanupService
         retentionSeconds: this.options.cleanup.retentionSeconds,
       })
       .then((result) => {
+        telemetry.cleanupRan(result);
         if (result.ran) {
           const line = `Deleted ${result.deleted} expired idempotency records in ${result.batches} batches (slowest ${result.longestBatchMs} ms)`;
           // Every ten minutes by default: a run that found nothing is not news.
