@@ -80,7 +80,8 @@ describe('the packed npm package', () => {
     const [packed] = JSON.parse(stdout) as [{ filename: string; files: { path: string }[] }];
     packedFiles = packed.files.map((f) => f.path);
     const tarball = join(temp, packed.filename);
-    [cjsDir, esmDir, cliDir] = await Promise.all([
+    // allSettled: one failed install must not leave the others writing after afterAll's rm.
+    const prepared = await Promise.allSettled([
       prepareApp(temp, {
         name: 'cjs-app',
         type: 'commonjs',
@@ -106,6 +107,10 @@ describe('the packed npm package', () => {
         ownTsc: 'tsconfig.build.json',
       }),
     ]);
+    [cjsDir, esmDir, cliDir] = prepared.map((p) => {
+      if (p.status === 'rejected') throw p.reason;
+      return p.value;
+    });
   }, 420_000);
 
   afterAll(async () => {
@@ -169,6 +174,20 @@ describe('the packed npm package', () => {
     expect(first.res.status).toBe(201);
     expect(second.res.headers.get('idempotent-replayed')).toBe('true');
     expect(second.body).toBe(first.body);
+    // Nor is @opentelemetry/api: the library's telemetry is a no-op.
+    expect(existsSync(join(esmDir, 'node_modules/@opentelemetry/api'))).toBe(false);
+  });
+
+  it('with cleanup on and @nestjs/schedule not installed, start-up stops naming the cause and the fix', async () => {
+    const db = await createTestDatabase('pkg_esm_cleanup');
+    databases.push(db);
+    const start = startApp(esmDir, { DATABASE_URL: db.url, CLEANUP: 'on' });
+    await expect(start).rejects.toThrow(/exited \(1\) before READY/);
+    const output = await start.catch((err: Error) => err.message);
+    expect(output).toContain(
+      "cleanup.enabled is true but @nestjs/schedule could not be loaded (Cannot find package '@nestjs/schedule'",
+    );
+    expect(output).toContain('npm install @nestjs/schedule and import ScheduleModule.forRoot()');
   });
 
   it('the quick start in a Nest 12 CLI app: a JWT user { sub } is scoped by the default getUserId', async () => {
