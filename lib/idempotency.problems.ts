@@ -1,5 +1,6 @@
 import { HttpException } from '@nestjs/common';
 import { ProblemCode } from './idempotency.constants.js';
+import { telemetry } from './telemetry/idempotency.telemetry.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -90,5 +91,6 @@ export class IdempotencyProblemException extends HttpException {
     };
     super(body, status);
     this.headers = options.headers ?? {};
+    telemetry.refused(code, status);
   }
 }

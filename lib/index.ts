@@ -17,6 +17,7 @@ export {
 } from './idempotency.constants.js';
 export { IdempotencyGraphQLError } from './transports/value-problem.js';
 export { IDEMPOTENCY_DEFAULTS } from './idempotency.defaults.js';
+export { defaultUserId } from './http/request-scope.js';
 export {
   IdempotencyProblemException,
   PROBLEM_CONTENT_TYPE,

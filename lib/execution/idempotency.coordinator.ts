@@ -14,6 +14,7 @@ import { claimInTransaction, openTransaction } from '../store/transactional-rout
 import { IdempotentExecution } from './idempotent.execution.js';
 import type { ReplayAuditService } from './replay-audit.service.js';
 import { ReplayCache } from './replay-cache.js';
+import { telemetry } from '../telemetry/idempotency.telemetry.js';
 
 /** One request to decide on: what it is for, and what it is. */
 export interface IdempotentAttempt {
@@ -60,7 +61,9 @@ export class IdempotencyCoordinator {
    */
   cachedReplay(scope: IdempotencyScope, requestHash: string): Replay | undefined {
     const cacheKey = ReplayCache.scopeKey(scope.userId, scope.endpoint, scope.key);
-    return this.cache.get(cacheKey, requestHash);
+    const cached = this.cache.get(cacheKey, requestHash);
+    if (cached) telemetry.replayFromCache(scope.endpoint);
+    return cached;
   }
 
   /**
@@ -91,10 +94,11 @@ export class IdempotencyCoordinator {
         ttlSeconds: route.ttlSeconds,
         leaseSeconds: this.options.leaseSeconds,
       };
-      outcome =
+      outcome = await telemetry.claim(scope, () =>
         route.transactional === 'single'
-          ? await claimInTransaction(this.store)(request)
-          : await this.store.claim(request);
+          ? claimInTransaction(this.store)(request)
+          : this.store.claim(request),
+      );
     } catch (err) {
       this.logger.error(
         `Idempotency store unavailable; refusing ${scope.endpoint}: ${(err as Error).message}`,

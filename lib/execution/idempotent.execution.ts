@@ -33,6 +33,7 @@ import { completeUntilStored, fallbackCompletions } from './completion-retry.js'
 import { LeaseHeartbeat } from './lease-heartbeat.js';
 import { openTransaction } from '../store/transactional-routes.check.js';
 import { TransactionAbortedError } from '../store/transaction-aborted.error.js';
+import { telemetry } from '../telemetry/idempotency.telemetry.js';
 
 /**
  * One handler run under a claimed key. The claim lasts until the handler has settled AND the
@@ -233,13 +234,16 @@ export class IdempotentExecution {
     // Single-commit: the completion is sent with the COMMIT.
     let committing = transaction !== undefined && transaction === this.claimTransaction;
     try {
-      const record = await this.store.complete(this.lease, completion, transaction);
+      const record = await telemetry.complete(this.lease, c.transactionId, () =>
+        this.store.complete(this.lease, completion, transaction),
+      );
       if (!record) this.logger.error?.(`Lost the claim of ${this.describe()} before completion`);
       if (transaction && !record) throw new Error('lease lost');
       committing = transaction !== undefined;
       await this.endTransaction(committing);
       return record;
     } catch (err) {
+      telemetry.completionFailed();
       if (transaction) {
         const outcome = committing && commitOutcomeUnknown(err) ? 'unknown' : 'rolled-back';
         this.logger.error?.(
@@ -252,6 +256,7 @@ export class IdempotentExecution {
       // the status alone. Never delete the claim: a retry would run the operation again.
       const { store, lease, logger } = this;
       const retry = { store, lease, logger, leaseSeconds: this.options.leaseSeconds };
+      telemetry.completionRetried();
       return completeUntilStored(
         { ...retry, describe: () => this.describe() },
         fallbackCompletions(completion),

@@ -13,6 +13,7 @@ import type {
   RefusalEvent,
   ReplayEvent,
 } from '../store/idempotency-store.interface.js';
+import { telemetry } from '../telemetry/idempotency.telemetry.js';
 
 /** What is audited of a request answered from a record: its replay, or why it was refused. */
 export type AuditKind = 'replay' | RefusalEvent['kind'];
@@ -134,6 +135,7 @@ export class ReplayAuditService implements OnModuleInit, BeforeApplicationShutdo
     if (this.rows + this.inFlightRecords >= this.options.replayAuditMaxBuffered) {
       this.dropped++;
       this.droppedUnreported++;
+      telemetry.auditDropped();
       return;
     }
     if (tally !== undefined) this.closed.push(tally);

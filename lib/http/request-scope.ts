@@ -17,16 +17,26 @@ const invalid = (message: string) => new RequestRefusedError(400, ProblemCode.Us
 const UNSTORABLE = /[\p{Cc}\p{Cs}]/u;
 
 /**
+ * The default `getUserId`: `id`, or what JWT guards put there: the payload itself (`sub`) or
+ * passport-jwt's `{ userId }`. Exported so an app's own `getUserId` can fall back to it.
+ * @example getUserId: (req) => req.headers['x-tenant-id'] ?? defaultUserId(req)
+ */
+export const defaultUserId = (req: IdempotencyRequest): string | number | bigint | undefined =>
+  req.user?.id ?? req.user?.sub ?? req.user?.userId;
+
+/**
  * Turns what `getUserId` returned into the stored `user_id`. Nothing (`null`/`undefined`) is
  * the anonymous scope `''`, unless the request has a `req.user`: then a logged-in user would
  * share the anonymous scope, which is refused. Objects are refused rather than turned into
  * `"[object Object]"`, which every user would share.
  */
-export function normalizeUserId(value: unknown, hasUser: boolean): string {
+export function normalizeUserId(value: unknown, hasUser: boolean, customGetter = false): string {
   if (value === undefined || value === null) {
     if (!hasUser) return '';
     throw misconfigured(
-      'req.user is set but getUserId found no user id in it (the default reads req.user.id, .sub, then .userId); set the getUserId option',
+      customGetter
+        ? `req.user is set but the getUserId option returned ${value} for it; make it return the user's id, or leave getUserId out: the default reads req.user.id, .sub, then .userId`
+        : 'req.user is set but getUserId found no user id in it (the default reads req.user.id, .sub, then .userId); set the getUserId option',
     );
   }
   let id: string;
@@ -62,7 +72,9 @@ export class RequestScope {
   ) {}
 
   userId(req: IdempotencyRequest, endpoint: string): string {
-    return this.logOnce(endpoint, () => normalizeUserId(this.getUserId(req), Boolean(req.user)));
+    return this.logOnce(endpoint, () =>
+      normalizeUserId(this.getUserId(req), Boolean(req.user), this.getUserId !== defaultUserId),
+    );
   }
 
   /** SHA-256 over the route, its params, the parsed query, uploaded files and the selected body. */

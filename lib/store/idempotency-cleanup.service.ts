@@ -13,7 +13,12 @@ import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../idempotency-internal.constants.
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import type { CleanupResult, IdempotencyStore } from './idempotency-store.interface.js';
 import { CleanupSkips } from './cleanup-skips.js';
-import { loadOptionalSchedule, type OptionalSchedule } from './optional-schedule.loader.js';
+import {
+  loadOptionalSchedule,
+  scheduleNotLoadable,
+  type OptionalSchedule,
+} from './optional-schedule.loader.js';
+import { telemetry } from '../telemetry/idempotency.telemetry.js';
 
 /**
  * Deletes expired records. Registered as a cron job with the app's `SchedulerRegistry`
@@ -39,7 +44,11 @@ export class IdempotencyCleanupService
     let registry: SchedulerRegistry;
     let schedule: OptionalSchedule;
     try {
-      schedule = await loadOptionalSchedule(); // rejects when @nestjs/schedule is not installed
+      schedule = await loadOptionalSchedule();
+    } catch (err) {
+      throw scheduleNotLoadable(err);
+    }
+    try {
       registry = this.moduleRef.get(schedule.SchedulerRegistry, { strict: false });
     } catch {
       this.logger.warn(
@@ -77,6 +86,7 @@ export class IdempotencyCleanupService
       .then((result) => {
         const stuck = this.skips.note(result);
         if (stuck) this.logger.warn(stuck);
+        telemetry.cleanupRan(result);
         if (result.ran) {
           const line = `Deleted ${result.deleted} expired idempotency records in ${result.batches} batches (slowest ${result.longestBatchMs} ms)`;
           // Every ten minutes by default: a run that found nothing is not news.

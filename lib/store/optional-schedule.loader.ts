@@ -20,3 +20,13 @@ export async function loadOptionalSchedule(): Promise<OptionalSchedule> {
   const { CronJob } = createRequire(schedulePath)('cron') as typeof import('cron');
   return { SchedulerRegistry, CronJob };
 }
+
+/** Cleanup is on but could never run: start-up stops, saying why and what to do. */
+export function scheduleNotLoadable(cause: unknown): Error {
+  return new Error(
+    `nestjs-pg-idempotency: cleanup.enabled is true but @nestjs/schedule could not be loaded (${(cause as Error)?.message ?? String(cause)}). ` +
+      'Expired idempotency records would never be deleted. Fix: npm install @nestjs/schedule and import ScheduleModule.forRoot() in the app module, ' +
+      'or set cleanup: { enabled: false } and call IdempotencyCleanupService.run() yourself.',
+    { cause },
+  );
+}

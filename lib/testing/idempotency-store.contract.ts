@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import type {
   ClaimOutcome,
@@ -6,6 +7,7 @@ import type {
   IdempotencyStore,
   Lease,
 } from '../store/idempotency-store.interface.js';
+import { anyOf, assertMatch } from './contract-match.js';
 
 /** What the contract needs of a store under test. */
 export interface StoreContractHarness {
@@ -18,26 +20,25 @@ export interface StoreContractHarness {
 }
 
 /**
- * The test runner's globals, read when the contract is called (jest injects them; so does vitest
- * with `globals: true`): importing the in-memory store alone needs no test runner installed.
+ * The test runner's functions the contract uses. jest and vitest (`globals: true`) provide them as
+ * globals; otherwise pass them, e.g. `import { describe, it, beforeEach, afterEach } from 'node:test'`.
+ * Assertions are `node:assert`'s, so no runner's `expect` is needed.
  */
-interface RunnerGlobals {
-  describe(name: string, fn: () => void): void;
-  it(name: string, fn: () => Promise<void> | void, timeout?: number): void;
-  beforeEach(fn: () => Promise<void> | void): void;
-  afterEach(fn: () => Promise<unknown> | void): void;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  expect: ((value: unknown) => any) & { any(type: unknown): any };
+export interface StoreContractRunner {
+  describe(name: string, fn: () => void): unknown;
+  it(name: string, fn: () => Promise<void>): unknown;
+  beforeEach(fn: () => Promise<void>): unknown;
+  afterEach(fn: () => Promise<unknown>): unknown;
 }
 
-function runnerGlobals(): RunnerGlobals {
-  const g = globalThis as unknown as Partial<RunnerGlobals>;
-  if (!g.describe || !g.it || !g.expect || !g.beforeEach || !g.afterEach) {
+function globalRunner(): StoreContractRunner {
+  const g = globalThis as unknown as Partial<StoreContractRunner>;
+  if (!g.describe || !g.it || !g.beforeEach || !g.afterEach) {
     throw new Error(
-      'idempotencyStoreContract() runs inside a test runner that provides describe/it/expect globals (jest, or vitest with globals: true)',
+      "idempotencyStoreContract() needs describe/it/beforeEach/afterEach: run it under jest or vitest with globals: true, or pass them (e.g. from 'node:test') as its second argument",
     );
   }
-  return g as RunnerGlobals;
+  return g as StoreContractRunner;
 }
 
 const LEASE = 30;
@@ -46,15 +47,18 @@ const hash = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /**
  * The guarantees every `IdempotencyStore` gives (see the interface), as tests: call it at the
- * top level of a spec file, under jest (or vitest with `globals: true`).
+ * top level of a spec file, under jest, vitest or `node:test` (pass its functions as `runner`).
  * @example
  * idempotencyStoreContract(async () => {
  *   let t = Date.now();
  *   return { store: new MyStore({ now: () => t }), advance: async (s) => void (t += s * 1000) };
- * });
+ * }); // + `, { describe, it, beforeEach, afterEach }` from 'node:test'
  */
-export function idempotencyStoreContract(createStore: () => Promise<StoreContractHarness>): void {
-  const { describe, it, expect, beforeEach, afterEach } = runnerGlobals();
+export function idempotencyStoreContract(
+  createStore: () => Promise<StoreContractHarness>,
+  runner: StoreContractRunner = globalRunner(),
+): void {
+  const { describe, it, beforeEach, afterEach } = runner;
   describe('IdempotencyStore contract', () => {
     let h: StoreContractHarness;
     beforeEach(async () => {
@@ -90,50 +94,50 @@ export function idempotencyStoreContract(createStore: () => Promise<StoreContrac
     it('claims a new scope, then reports it in progress; another request is a mismatch', async () => {
       const req = request();
       const first = lease(await h.store.claim(req));
-      expect(first).toMatchObject({ id: expect.any(String), token: expect.any(String) });
-      expect((await h.store.claim(req)).type).toBe('in_progress');
-      expect((await h.store.claim({ ...req, requestHash: hash('b') })).type).toBe('mismatch');
+      assertMatch(first, { id: anyOf(String), token: anyOf(String) });
+      assert.equal((await h.store.claim(req)).type, 'in_progress');
+      assert.equal((await h.store.claim({ ...req, requestHash: hash('b') })).type, 'mismatch');
       // Another endpoint or user is another scope.
-      expect((await h.store.claim({ ...req, endpoint: 'POST /refunds' })).type).toBe('claimed');
-      expect((await h.store.claim({ ...req, userId: 'user-2' })).type).toBe('claimed');
+      assert.equal((await h.store.claim({ ...req, endpoint: 'POST /refunds' })).type, 'claimed');
+      assert.equal((await h.store.claim({ ...req, userId: 'user-2' })).type, 'claimed');
     });
 
     it('gives exactly one of many concurrent claims of one scope', async () => {
       const outcomes = await race(request());
-      expect(types(outcomes)).toEqual(['claimed', ...Array(7).fill('in_progress')]);
+      assert.deepEqual(types(outcomes), ['claimed', ...Array(7).fill('in_progress')]);
     });
 
     it('single-commit, when the store has claimInTransaction: scope held while open, free at once on rollback, replayed once committed', async () => {
       if (!h.store.claimInTransaction) {
         // Not supported: single-commit routes then refuse to start (see TransactionalRoutesCheck).
-        expect(h.store.claimInTransaction).toBeUndefined();
+        assert.equal(h.store.claimInTransaction, undefined);
         return;
       }
       const req = request();
       const first = await h.store.claimInTransaction(req);
       if (first.type !== 'claimed') throw new Error(`expected claimed, got ${first.type}`);
-      expect((await h.store.claimInTransaction(req)).type).toBe('in_progress');
-      expect((await h.store.claim(req)).type).toBe('in_progress');
+      assert.equal((await h.store.claimInTransaction(req)).type, 'in_progress');
+      assert.equal((await h.store.claim(req)).type, 'in_progress');
       await first.transaction.rollback();
       const again = await h.store.claimInTransaction(req);
       if (again.type !== 'claimed') throw new Error(`expected claimed, got ${again.type}`);
-      expect(await h.store.complete(again.lease, completion(), again.transaction)).toMatchObject({
-        secondsLeft: expect.any(Number),
+      assertMatch(await h.store.complete(again.lease, completion(), again.transaction), {
+        secondsLeft: anyOf(Number),
       });
       await again.transaction.commit();
       const replay = await h.store.claimInTransaction(req);
-      expect(replay).toMatchObject({ type: 'completed', response: { statusCode: 201 } });
-      expect((await h.store.claim(req)).type).toBe('completed');
+      assertMatch(replay, { type: 'completed', response: { statusCode: 201 } });
+      assert.equal((await h.store.claim(req)).type, 'completed');
     });
 
     it('replays a completed record: status, headers, bytes, record id and remaining life', async () => {
       const req = request();
       const l = lease(await h.store.claim(req));
       const done = await h.store.complete(l, completion());
-      expect(done?.secondsLeft).toBeGreaterThan(TTL - 5);
-      expect(done?.secondsLeft).toBeLessThanOrEqual(TTL);
+      const left = done?.secondsLeft ?? NaN;
+      assert.ok(left > TTL - 5 && left <= TTL, `secondsLeft ${left}`);
       const replay = await h.store.claim(req);
-      expect(replay).toMatchObject({
+      assertMatch(replay, {
         type: 'completed',
         recordId: l.id,
         expiresAt: done?.expiresAt,
@@ -144,14 +148,14 @@ export function idempotencyStoreContract(createStore: () => Promise<StoreContrac
         },
       });
       const { secondsLeft } = replay as { secondsLeft: number };
-      expect(secondsLeft).toBeGreaterThan(TTL - 5);
-      expect((await h.store.claim({ ...req, requestHash: hash('b') })).type).toBe('mismatch');
+      assert.ok(secondsLeft > TTL - 5, `secondsLeft ${secondsLeft}`);
+      assert.equal((await h.store.claim({ ...req, requestHash: hash('b') })).type, 'mismatch');
     });
 
     it('says why a completed record has no body: too large, or a digest only', async () => {
       const big = request();
       await h.store.complete(lease(await h.store.claim(big)), completion({ body: null }));
-      expect(await h.store.claim(big)).toMatchObject({
+      assertMatch(await h.store.claim(big), {
         type: 'completed',
         response: { statusCode: 201, body: null, omitted: 'too_large' },
       });
@@ -160,7 +164,7 @@ export function idempotencyStoreContract(createStore: () => Promise<StoreContrac
         lease(await h.store.claim(digest)),
         completion({ body: null, headers: {}, bodyDigest: hash('body') }),
       );
-      expect(await h.store.claim(digest)).toMatchObject({
+      assertMatch(await h.store.claim(digest), {
         type: 'completed',
         response: { statusCode: 201, body: null, omitted: 'digest' },
       });
@@ -171,28 +175,28 @@ export function idempotencyStoreContract(createStore: () => Promise<StoreContrac
       const old = lease(await h.store.claim(req));
       await h.advance(LEASE + 1);
       const current = lease(await h.store.claim(req));
-      expect(current.token).not.toBe(old.token);
-      expect(await h.store.complete(old, completion())).toBeNull();
-      expect(await h.store.renew(old, LEASE)).toBe(false);
-      expect(await h.store.release(old)).toBe(false);
-      expect((await h.store.claim(req)).type).toBe('in_progress');
+      assert.notEqual(current.token, old.token);
+      assert.equal(await h.store.complete(old, completion()), null);
+      assert.equal(await h.store.renew(old, LEASE), false);
+      assert.equal(await h.store.release(old), false);
+      assert.equal((await h.store.claim(req)).type, 'in_progress');
       // A forged token on the current record is fenced too.
       const forged = { ...current, token: randomUUID() };
-      expect(await h.store.complete(forged, completion())).toBeNull();
-      expect(await h.store.renew(forged, LEASE)).toBe(false);
-      expect(await h.store.release(forged)).toBe(false);
-      expect(await h.store.complete(current, completion())).not.toBeNull();
+      assert.equal(await h.store.complete(forged, completion()), null);
+      assert.equal(await h.store.renew(forged, LEASE), false);
+      assert.equal(await h.store.release(forged), false);
+      assert.notEqual(await h.store.complete(current, completion()), null);
     });
 
     it('lets exactly one of many take over a claim past its lease', async () => {
       const req = request();
       const old = lease(await h.store.claim(req));
       await h.advance(LEASE - 5);
-      expect((await h.store.claim(req)).type).toBe('in_progress');
+      assert.equal((await h.store.claim(req)).type, 'in_progress');
       await h.advance(10);
       const outcomes = await race(req);
-      expect(types(outcomes)).toEqual(['claimed', ...Array(7).fill('in_progress')]);
-      expect(lease(outcomes.find((o) => o.type === 'claimed')!).token).not.toBe(old.token);
+      assert.deepEqual(types(outcomes), ['claimed', ...Array(7).fill('in_progress')]);
+      assert.notEqual(lease(outcomes.find((o) => o.type === 'claimed')!).token, old.token);
     });
 
     it('treats a completed record past its TTL as new: exactly one of many takes it over', async () => {
@@ -200,35 +204,35 @@ export function idempotencyStoreContract(createStore: () => Promise<StoreContrac
       const first = lease(await h.store.claim(req));
       await h.store.complete(first, completion({ ttlSeconds: 60 }));
       await h.advance(55);
-      expect((await h.store.claim(req)).type).toBe('completed');
+      assert.equal((await h.store.claim(req)).type, 'completed');
       await h.advance(10);
       const outcomes = await race({ ...req, requestHash: hash('other request') });
-      expect(types(outcomes)).toEqual(['claimed', ...Array(7).fill('in_progress')]);
+      assert.deepEqual(types(outcomes), ['claimed', ...Array(7).fill('in_progress')]);
       const taken = lease(outcomes.find((o) => o.type === 'claimed')!);
-      expect(taken.id).not.toBe(first.id);
-      expect((await h.store.claim(req)).type).toBe('mismatch');
+      assert.notEqual(taken.id, first.id);
+      assert.equal((await h.store.claim(req)).type, 'mismatch');
     });
 
     it('releases an in-progress claim so the next claim runs again, never a completed one', async () => {
       const req = request();
       const l = lease(await h.store.claim(req));
-      expect(await h.store.release(l)).toBe(true);
-      expect(await h.store.release(l)).toBe(false);
+      assert.equal(await h.store.release(l), true);
+      assert.equal(await h.store.release(l), false);
       const again = lease(await h.store.claim(req));
       await h.store.complete(again, completion());
-      expect(await h.store.release(again)).toBe(false);
-      expect((await h.store.claim(req)).type).toBe('completed');
+      assert.equal(await h.store.release(again), false);
+      assert.equal((await h.store.claim(req)).type, 'completed');
     });
 
     it('renews a lease so the claim outlives it; a completed record is not renewed', async () => {
       const req = request();
       const l = lease(await h.store.claim(req));
       await h.advance(LEASE - 5);
-      expect(await h.store.renew(l, LEASE)).toBe(true);
+      assert.equal(await h.store.renew(l, LEASE), true);
       await h.advance(LEASE - 5);
-      expect((await h.store.claim(req)).type).toBe('in_progress');
-      expect(await h.store.complete(l, completion())).not.toBeNull();
-      expect(await h.store.renew(l, LEASE)).toBe(false);
+      assert.equal((await h.store.claim(req)).type, 'in_progress');
+      assert.notEqual(await h.store.complete(l, completion()), null);
+      assert.equal(await h.store.renew(l, LEASE), false);
     });
 
     it('records replays without changing what replays', async () => {
@@ -245,7 +249,7 @@ export function idempotencyStoreContract(createStore: () => Promise<StoreContrac
         },
       ]);
       await h.store.recordReplays([]);
-      expect(await h.store.claim(req)).toMatchObject({ type: 'completed', recordId: l.id });
+      assertMatch(await h.store.claim(req), { type: 'completed', recordId: l.id });
     });
 
     it('cleans up records past expiry plus retention, never a live one', async () => {
@@ -257,12 +261,12 @@ export function idempotencyStoreContract(createStore: () => Promise<StoreContrac
       lease(await h.store.claim(running));
       await h.advance(120);
       const kept = await h.store.cleanup({ batchSize: 100, retentionSeconds: 3600 });
-      expect(kept).toMatchObject({ deleted: 0 });
+      assertMatch(kept, { deleted: 0 });
       await h.advance(3600);
       const result = await h.store.cleanup({ batchSize: 100, retentionSeconds: 60 });
-      expect(result).toMatchObject({ ran: true, deleted: 1 });
-      expect((await h.store.claim(live)).type).toBe('completed');
-      expect((await h.store.claim(running)).type).toBe('in_progress');
+      assertMatch(result, { ran: true, deleted: 1 });
+      assert.equal((await h.store.claim(live)).type, 'completed');
+      assert.equal((await h.store.claim(running)).type, 'in_progress');
     });
   });
 }

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { AppModule, configureApp } from './app.module.js';
 import { startDatabase, type SampleDatabase } from './database.js';
 import { slowMsFromEnv } from './sample.options.js';
+import { startPrometheus } from './telemetry.js';
 
 const logger = new Logger('SampleApp');
 let db: SampleDatabase | undefined;
@@ -42,6 +43,7 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 async function bootstrap(): Promise<void> {
   const port = Number(process.env.PORT ?? 3000);
   const host = process.env.HOST ?? '127.0.0.1';
+  await startPrometheus(logger);
   db = await startDatabase((message) => logger.log(message));
   logger.log(`Database: ${db.description}`);
 

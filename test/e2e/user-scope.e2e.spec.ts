@@ -125,6 +125,38 @@ describe('a getUserId that returns the whole user object', () => {
   });
 });
 
+/** What the README quick start used to set: `req.user?.id` on an app whose guard sets `{ sub }`. */
+describe('a getUserId that finds no id in a JWT payload', () => {
+  let db: MigratedDatabase;
+  let a: AuthApp;
+
+  beforeAll(async () => {
+    db = await createMigratedDatabase('scope_custom');
+    a = await startAuthApp('express', db.dataSource, { getUserId: (req) => req.user?.id });
+  });
+  afterAll(async () => {
+    await a?.close();
+    await db?.drop();
+  });
+
+  it('is refused (500) with a message about the getUserId that was set, not "set the getUserId option"', async () => {
+    const token = await a.jwt.signAsync(alice);
+    const res = await send(a.url, '/guard/payments', {
+      key: randomUUID(),
+      body: { amount: 1 },
+      headers: [['Authorization', `Bearer ${token}`]],
+    });
+    expect(res.status).toBe(500);
+    const { detail } = res.json();
+    expect(detail).toContain('req.user is set but the getUserId option returned undefined');
+    expect(detail).toContain(
+      'leave getUserId out: the default reads req.user.id, .sub, then .userId',
+    );
+    expect(detail).not.toContain('set the getUserId option');
+    expect(a.exec.seq).toBe(0);
+  });
+});
+
 describe.each<Platform>(['express', 'fastify'])('a user id from a header on %s', (platform) => {
   let db: MigratedDatabase;
   let f: FixtureApp;

@@ -14,11 +14,17 @@ export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const execFileAsync = promisify(execFile);
 
 /** Runs a command; on failure the error carries its output (npm and tsc explain themselves). */
-export async function run(file: string, args: string[], cwd: string, timeoutMs: number) {
+export async function run(
+  file: string,
+  args: string[],
+  cwd: string,
+  timeoutMs: number,
+  env: Record<string, string> = {},
+) {
   try {
     return await execFileAsync(file, args, {
       cwd,
-      env: npmFreeEnv(),
+      env: npmFreeEnv(env),
       timeout: timeoutMs,
       maxBuffer: 16 << 20,
     });
@@ -45,13 +51,24 @@ export interface PackedAppSpec {
   name: string;
   type: 'commonjs' | 'module';
   dependencies: Record<string, string>;
+  devDependencies?: Record<string, string>;
+  /** Another app under test/package/ whose src/ files this app starts from (its own win). */
+  sourcesFrom?: string;
+  /** Compile with the app's own `typescript` on this tsconfig (as `nest build` does); else the repo's on `tsconfig.json`. */
+  ownTsc?: string;
 }
 
 /** Copies, installs and compiles the app into `<parent>/<name>`; returns its folder. */
 export async function prepareApp(parent: string, spec: PackedAppSpec): Promise<string> {
   const dir = join(parent, spec.name);
+  if (spec.sourcesFrom) {
+    await cp(join(ROOT, 'test/package', spec.sourcesFrom, 'src'), join(dir, 'src'), {
+      recursive: true,
+    });
+  }
   await cp(join(ROOT, 'test/package', spec.name), dir, { recursive: true });
-  const pkg = { name: spec.name, private: true, type: spec.type, dependencies: spec.dependencies };
+  const { name, type, dependencies, devDependencies } = spec;
+  const pkg = { name, private: true, type, dependencies, devDependencies };
   await writeFile(join(dir, 'package.json'), JSON.stringify(pkg, null, 2));
   await run(
     'npm',
@@ -59,9 +76,10 @@ export async function prepareApp(parent: string, spec: PackedAppSpec): Promise<s
     dir,
     150_000,
   );
+  const tsc = spec.ownTsc ? join(dir, 'node_modules') : join(ROOT, 'node_modules');
   await run(
     process.execPath,
-    [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', '.'],
+    [join(tsc, 'typescript/bin/tsc'), '-p', spec.ownTsc ?? '.'],
     dir,
     60_000,
   );

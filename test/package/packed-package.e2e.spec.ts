@@ -12,8 +12,9 @@ import { prepareApp, ROOT, run, startApp, type RunningApp } from './packed-app.j
 /**
  * What an npm user gets: `npm run build`, `npm pack`, then two fresh apps outside the repo that
  * install the tarball with the peer dependencies the README lists. `cjs-app` is a classic
- * CommonJS Nest app (module commonjs, node10 resolution) with the README's quick start;
- * `esm-app` is an ES-module app without @nestjs/typeorm and without @nestjs/schedule.
+ * CommonJS Nest app (module commonjs, node10 resolution); `esm-app` is an ES-module app without
+ * @nestjs/typeorm and without @nestjs/schedule; `cli-esm-app` is the README's quick start in the
+ * app the Nest 12 CLI generates (ES modules, TypeScript 6, vitest), with its own tests.
  */
 const repo = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
 const versionOf = (name: string): string =>
@@ -26,13 +27,20 @@ const REQUIRED_PEERS = Object.keys(repo.peerDependencies).filter(
   (name) => !repo.peerDependenciesMeta?.[name]?.optional,
 );
 const APP_DEPS = ['@nestjs/platform-express', '@types/node'];
+/** The devDependencies of @nestjs/schematics 12's ts-esm template that build and test the app. */
+const CLI_DEV_DEPS = {
+  typescript: '^6.0.2',
+  vitest: '^4.1.2',
+  vite: '^8.0.0',
+  '@types/node': '^24.0.0',
+};
 
-async function chargeTwice(app: RunningApp) {
+async function chargeTwice(app: RunningApp, headers: Record<string, string> = {}) {
   const key = randomUUID();
   const post = () =>
     fetch(new URL('/payments', app.url), {
       method: 'POST',
-      headers: { 'Idempotency-Key': key, 'Content-Type': 'application/json' },
+      headers: { 'Idempotency-Key': key, 'Content-Type': 'application/json', ...headers },
       body: JSON.stringify({ amount: 500, currency: 'eur' }),
     }).then(async (res) => ({ res, body: await res.text() }));
   const first = await post();
@@ -40,11 +48,24 @@ async function chargeTwice(app: RunningApp) {
   return { key, first, second };
 }
 
+/** Columns of the key's record in the app's database. */
+async function recordOf(db: TestDatabase, columns: string, key: string) {
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  try {
+    const sql = `SELECT ${columns} FROM idempotency_keys WHERE idempotency_key = $1`;
+    return (await client.query(sql, [key])).rows;
+  } finally {
+    await client.end();
+  }
+}
+
 describe('the packed npm package', () => {
   let temp: string;
   let packedFiles: string[];
   let cjsDir: string;
   let esmDir: string;
+  let cliDir: string;
   const databases: TestDatabase[] = [];
   const apps: RunningApp[] = [];
 
@@ -60,10 +81,12 @@ describe('the packed npm package', () => {
     const [packed] = JSON.parse(stdout) as [{ filename: string; files: { path: string }[] }];
     packedFiles = packed.files.map((f) => f.path);
     const tarball = join(temp, packed.filename);
-    [cjsDir, esmDir] = await Promise.all([
+    // allSettled: one failed install must not leave the others writing after afterAll's rm.
+    const prepared = await Promise.allSettled([
       prepareApp(temp, {
         name: 'cjs-app',
         type: 'commonjs',
+        sourcesFrom: 'cli-esm-app', // the quick start; its `.js` imports compile to CommonJS too
         dependencies: deps(
           [...REQUIRED_PEERS, '@nestjs/schedule', '@nestjs/typeorm', ...APP_DEPS],
           tarball,
@@ -74,8 +97,22 @@ describe('the packed npm package', () => {
         type: 'module',
         dependencies: deps([...REQUIRED_PEERS, ...APP_DEPS], tarball),
       }),
+      prepareApp(temp, {
+        name: 'cli-esm-app',
+        type: 'module',
+        dependencies: deps(
+          [...REQUIRED_PEERS, '@nestjs/schedule', '@nestjs/typeorm', '@nestjs/platform-express'],
+          tarball,
+        ),
+        devDependencies: CLI_DEV_DEPS,
+        ownTsc: 'tsconfig.build.json',
+      }),
     ]);
-  }, 240_000);
+    [cjsDir, esmDir, cliDir] = prepared.map((p) => {
+      if (p.status === 'rejected') throw p.reason;
+      return p.value;
+    });
+  }, 420_000);
 
   afterAll(async () => {
     await Promise.all(apps.map((app) => app.stop()));
@@ -133,17 +170,9 @@ describe('the packed npm package', () => {
     expect(second.res.headers.get('idempotent-replayed')).toBe('true');
     expect(second.body).toBe(first.body);
 
-    const client = new pg.Client({ connectionString: db.url });
-    await client.connect();
-    try {
-      const { rows } = await client.query(
-        'SELECT status, transaction_id FROM idempotency_keys WHERE idempotency_key = $1',
-        [key],
-      );
-      expect(rows).toEqual([{ status: 'completed', transaction_id: JSON.parse(first.body).id }]);
-    } finally {
-      await client.end();
-    }
+    expect(await recordOf(db, 'status, transaction_id', key)).toEqual([
+      { status: 'completed', transaction_id: JSON.parse(first.body).id },
+    ]);
   });
 
   it('an ES-module app boots and replays with cleanup off and @nestjs/schedule not installed', async () => {
@@ -154,5 +183,76 @@ describe('the packed npm package', () => {
     expect(first.res.status).toBe(201);
     expect(second.res.headers.get('idempotent-replayed')).toBe('true');
     expect(second.body).toBe(first.body);
+    // Nor is @opentelemetry/api: the library's telemetry is a no-op.
+    expect(existsSync(join(esmDir, 'node_modules/@opentelemetry/api'))).toBe(false);
+  });
+
+  it('with cleanup on and @nestjs/schedule not installed, start-up stops naming the cause and the fix', async () => {
+    const db = await createTestDatabase('pkg_esm_cleanup');
+    databases.push(db);
+    const start = startApp(esmDir, { DATABASE_URL: db.url, CLEANUP: 'on' });
+    await expect(start).rejects.toThrow(/exited \(1\) before READY/);
+    const output = await start.catch((err: Error) => err.message);
+    expect(output).toContain(
+      "cleanup.enabled is true but @nestjs/schedule could not be loaded (Cannot find package '@nestjs/schedule'",
+    );
+    expect(output).toContain('npm install @nestjs/schedule and import ScheduleModule.forRoot()');
+  });
+
+  it('the quick start in a Nest 12 CLI app: a JWT user { sub } is scoped by the default getUserId', async () => {
+    const { db, app } = await boot(cliDir, 'pkg_cli');
+    const { key, first, second } = await chargeTwice(app, { 'X-Test-User': 'u_42' });
+    expect(first.res.status).toBe(201);
+    expect(second.res.headers.get('idempotent-replayed')).toBe('true');
+    expect(second.body).toBe(first.body);
+    expect(await recordOf(db, 'user_id', key)).toEqual([{ user_id: 'u_42' }]);
+  });
+
+  it("the CLI app's vitest runs its e2e test and the store contract; node:test runs the contract too", async () => {
+    const db = await createTestDatabase('pkg_cli_vitest');
+    databases.push(db);
+    const vitest = async (config: string) => {
+      const out = join(cliDir, `${config}.json`);
+      await run(
+        process.execPath,
+        [
+          'node_modules/vitest/vitest.mjs',
+          'run',
+          '-c',
+          config,
+          '--reporter=json',
+          `--outputFile=${out}`,
+        ],
+        cliDir,
+        120_000,
+        { DATABASE_URL: db.url },
+      );
+      const report = JSON.parse(readFileSync(out, 'utf8'));
+      return report.testResults.flatMap(
+        (file: { assertionResults: object[] }) => file.assertionResults,
+      ) as {
+        title: string;
+        status: string;
+        ancestorTitles: string[];
+      }[];
+    };
+    const e2e = await vitest('vitest.config.e2e.ts');
+    expect(e2e.map((t) => [t.title, t.status])).toEqual([
+      ['replays a retry byte for byte', 'passed'],
+    ]);
+    const unit = await vitest('vitest.config.ts');
+    const contract = unit.filter((t) => t.ancestorTitles.includes('IdempotencyStore contract'));
+    expect(contract.length).toBeGreaterThan(5);
+    expect(contract.filter((t) => t.status !== 'passed')).toEqual([]);
+
+    const { stdout } = await run(
+      process.execPath,
+      ['--test', '--test-reporter=tap', 'test/store-contract.node-test.js'],
+      cliDir,
+      60_000,
+    );
+    expect(stdout).not.toMatch(/^\s*not ok/m);
+    const passed = [...stdout.matchAll(/^\s*ok \d+ - (.*)$/gm)].map((m) => m[1].trim());
+    expect(passed).toEqual(expect.arrayContaining(contract.map((t) => t.title)));
   });
 });

@@ -11,9 +11,12 @@ describe('README quick start', () => {
     return readme.slice(start, readme.indexOf('```\n', start));
   };
   const appFile = (file: string) =>
-    readFileSync(join(ROOT, 'test/package/cjs-app/src', file), 'utf8').replace(/^\/\/ .*\n/, '');
+    readFileSync(join(ROOT, 'test/package/cli-esm-app/src', file), 'utf8').replace(
+      /^\/\/ .*\n/,
+      '',
+    );
 
-  it.each(['app.module.ts', 'payments.controller.ts'])('%s is test/package/cjs-app', (file) => {
+  it.each(['app.module.ts', 'payments.controller.ts'])('%s is test/package/cli-esm-app', (file) => {
     expect(snippet(file)).toBe(appFile(file));
   });
 });

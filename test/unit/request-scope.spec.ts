@@ -3,6 +3,7 @@ import type { Logger } from '@nestjs/common';
 import { IDEMPOTENCY_DEFAULTS } from '../../lib/idempotency.defaults.js';
 import { RequestRefusedError } from '../../lib/http/request-refused.error.js';
 import { normalizeUserId, RequestScope } from '../../lib/http/request-scope.js';
+import { defaultUserId } from '../../lib/index.js';
 
 const { getUserId } = IDEMPOTENCY_DEFAULTS;
 
@@ -23,6 +24,11 @@ describe('default getUserId', () => {
     ['passport-jwt validate() of the docs', { userId: 7, username: 'john' }, 7],
   ])('reads %s', (_, user, id) => {
     expect(getUserId({ user })).toBe(id);
+  });
+
+  it('is exported as defaultUserId, for a getUserId that falls back to it', () => {
+    expect(getUserId).toBe(defaultUserId);
+    expect(defaultUserId({ user: { sub: 'u_9' } })).toBe('u_9');
   });
 
   it('finds nothing without a user, or in a user without an id', () => {
@@ -50,6 +56,20 @@ describe('normalizeUserId', () => {
     const err = refusal(() => normalizeUserId(undefined, true));
     expect(err).toMatchObject({ status: 500, code: 'idempotency_misconfigured' });
     expect(err.message).toMatch(/req.user is set but getUserId found no user id/);
+  });
+
+  it('names the getUserId option the app set when that one found nothing', () => {
+    const errors: string[] = [];
+    const logger = { error: (m: string) => errors.push(m) } as unknown as Logger;
+    const custom = new RequestScope((req) => req.user?.id, logger);
+    const err = refusal(() => custom.userId({ user: { sub: 7 } }, 'POST /a'));
+    expect(err).toMatchObject({ status: 500, code: 'idempotency_misconfigured' });
+    expect(err.message).toMatch(/^req.user is set but the getUserId option returned undefined/);
+    expect(err.message).not.toContain('set the getUserId option');
+    const byDefault = new RequestScope(getUserId, logger);
+    expect(refusal(() => byDefault.userId({ user: {} }, 'POST /a')).message).toContain(
+      'set the getUserId option',
+    );
   });
 
   it.each([

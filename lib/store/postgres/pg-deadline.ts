@@ -1,3 +1,5 @@
+import { telemetry } from '../../telemetry/idempotency.telemetry.js';
+
 /** The slice of pg's client and pool the store uses. */
 export interface QueryConfig {
   name?: string;
@@ -135,11 +137,14 @@ export async function queryWithin(
   config: QueryConfig,
   ms: number,
 ): Promise<QueryResult> {
+  const timed = telemetry.statement(config);
   try {
     return await client.query({ ...config, query_timeout: ms });
   } catch (err) {
     if ((err as Error).message !== 'Query read timeout') throw err;
     void client.end?.().catch(() => undefined);
     throw new StoreTimeoutError(config.name ?? 'a statement', ms);
+  } finally {
+    timed();
   }
 }

@@ -35,6 +35,7 @@ import {
   type QueryConfig,
   queryWithin,
 } from './pg-deadline.js';
+import { telemetry } from '../../telemetry/idempotency.telemetry.js';
 
 interface ExistingRow extends StoredRow {
   /** Empty (NULL) when the scope has no committed row: claim and single-commit lookup. */
@@ -185,6 +186,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
           continue;
         }
         const id = taken.rows[0]?.id as string | undefined;
+        if (id) telemetry.leaseTakenOver();
         if (id) return { type: 'claimed', lease: { id, token, claimed } };
         lockedStale = row.id;
         insert = false;

@@ -10,12 +10,16 @@ import { PostgresIdempotencyStore } from './postgres-idempotency.store.js';
 import { topologyProblems } from './topology-check.js';
 import type { ClientFactory } from './transaction-pooler.probe.js';
 
-/** One row per required column that is absent; `table_exists` tells a missing table from a column. */
+/**
+ * One row per required column that is absent; `table_exists` tells a missing table from a column.
+ * Ordered as listed: without ORDER BY the anti-join's plan decides, and the message changes.
+ */
 const CHECK = `SELECT w.rel, w.col, to_regclass(w.rel) IS NOT NULL AS table_exists
-  FROM unnest($1::text[], $2::text[]) AS w(rel, col)
+  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS w(rel, col, ord)
  WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
                     WHERE a.attrelid = to_regclass(w.rel) AND a.attname = w.col
-                      AND a.attnum > 0 AND NOT a.attisdropped)`;
+                      AND a.attnum > 0 AND NOT a.attisdropped)
+ ORDER BY w.ord`;
 
 /**
  * Fails bootstrap when the library's migrations were not run, or the database cannot serve

@@ -16,7 +16,8 @@ import { PaymentsController } from './payments.controller.js';
         migrations: idempotencyMigrations,
         migrationsRun: true,
       }),
-      cleanup: { enabled: false },
+      // CLEANUP=on: what an app that forgot @nestjs/schedule gets (the test expects start-up to stop).
+      cleanup: { enabled: process.env.CLEANUP === 'on' },
     }),
   ],
   controllers: [PaymentsController],

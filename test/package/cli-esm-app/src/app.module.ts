@@ -1,11 +1,11 @@
-// The README's quick start, as an npm user writes it.
+// The README's quick start, in the app `nest new` (Nest 12 CLI) generates: ES modules, vitest.
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { IdempotencyModule } from 'nestjs-pg-idempotency';
 import { idempotencyMigrations } from 'nestjs-pg-idempotency/migrations';
 import { DataSource } from 'typeorm';
-import { PaymentsController } from './payments.controller';
+import { PaymentsController } from './payments.controller.js';
 
 @Module({
   imports: [
@@ -18,12 +18,9 @@ import { PaymentsController } from './payments.controller';
     }),
     IdempotencyModule.forRootAsync({
       inject: [DataSource],
-      useFactory: (dataSource: DataSource) => ({
-        dataSource,
-        // Whose request it is (a key is scoped per user). The default reads
-        // req.user?.id ?? req.user?.sub ?? req.user?.userId; no req.user = anonymous scope.
-        getUserId: (req) => req.user?.id,
-      }),
+      // Keys are scoped per user: the default getUserId reads req.user?.id ?? req.user?.sub
+      // ?? req.user?.userId (a user entity, a JWT payload); no req.user = the anonymous scope.
+      useFactory: (dataSource: DataSource) => ({ dataSource }),
     }),
   ],
   controllers: [PaymentsController],
