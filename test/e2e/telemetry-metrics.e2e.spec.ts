@@ -44,9 +44,10 @@ describe('OpenTelemetry metrics', () => {
         IdempotencyModule.forRoot({
           dataSource,
           replayCache: { maxEntries: 1 }, // one completion evicts the other: replays from both
-          replayAuditMaxBuffered: 1, // a replay of a second record is dropped from the audit
+          // Audit events of a second record are dropped: keyB's replay, the mismatch, the 409.
+          replayAuditMaxBuffered: 1,
           replayAuditFlushMs: 600_000,
-          cleanup: { enabled: false },
+          cleanup: { enabled: false, retentionSeconds: 0 },
         }),
       ],
       controllers: [PayController],
@@ -95,7 +96,7 @@ describe('OpenTelemetry metrics', () => {
     expect(
       await otel.count('idempotency.in_flight', { 'idempotency.endpoint': 'POST /pay/slow' }),
     ).toBe(1);
-    expect(await otel.count('idempotency.audit.dropped')).toBe(1);
+    expect(await otel.count('idempotency.audit.dropped')).toBe(3);
     const refusals = (code: string, status: number) =>
       otel.count('idempotency.refusals', {
         'idempotency.problem': code,

@@ -1,3 +1,5 @@
+import { StoreTimeoutError } from './pg-deadline.js';
+
 /**
  * Which PostgreSQL server the pool talks to. A failover (a standby promoted, a virtual IP moved)
  * or a restart gives the same connection string another server: the cluster's system identifier
@@ -30,11 +32,34 @@ export type ServerChange =
   { type: 'connection_lost'; error: Error } | { type: 'identity'; identity: string };
 
 /**
- * A connection-level failure: the server went away or cannot be reached, as opposed to a
- * statement it refused. pg's own errors (`Connection terminated ...`) and the store's deadlines
- * carry no SQLSTATE; class 08 is connection exceptions, 57P01–57P03 shutdown and start-up.
+ * A deadline that passed says the server is slow or unreachable, not that it is another one: the
+ * cache keeps answering replays while PostgreSQL hangs, and the identity read on the next new
+ * connection tells whether the server changed.
+ */
+const DEADLINES = new Set([
+  'Query read timeout',
+  'timeout exceeded when trying to connect',
+  'Connection terminated due to connection timeout',
+]);
+
+export function isDeadline(err: unknown): boolean {
+  return (
+    err instanceof StoreTimeoutError || DEADLINES.has((err as Error | undefined)?.message ?? '')
+  );
+}
+
+/**
+ * A connection-level failure: the server went away, as opposed to a statement it refused or a
+ * deadline it missed. pg's own errors (`Connection terminated ...`) carry no SQLSTATE; class 08
+ * is connection exceptions, 57P01–57P03 shutdown and start-up.
  */
 export function isConnectionFailure(err: unknown): boolean {
+  if (
+    err instanceof StoreTimeoutError ||
+    DEADLINES.has((err as Error | undefined)?.message ?? '')
+  ) {
+    return false;
+  }
   const code = (err as { code?: unknown } | undefined)?.code;
   if (typeof code !== 'string') return true;
   return /^08|^57P0[123]$|^E[A-Z]+$/.test(code);
@@ -97,7 +122,7 @@ export class ServerIdentityWatch {
         }
         return;
       } catch (error) {
-        if (isConnectionFailure(error)) return error as Error;
+        if (isConnectionFailure(error) || isDeadline(error)) return error as Error;
       }
     }
   }
