@@ -55,7 +55,7 @@ const ENCRYPTION: Rules<IdempotencyEncryptionOptions> = {
   activeKeyId: checkedOnResolve,
 };
 
-/** Every option of `forRoot()`, in the order the README lists them. Add new options here. */
+/** Every option of `forRoot()` (docs/options.md lists each, a test holds it). Add new options here. */
 export const OPTION_RULES: Rules<IdempotencyModuleOptions> = {
   dataSource: object,
   store: object,

@@ -62,6 +62,17 @@ export function getIdempotencyContext(req: object): IdempotencyContext | undefin
 }
 
 /**
+ * What a call's context hangs on: the HTTP request; for GraphQL the field's `info` (the request
+ * is shared by every field of an operation); for RPC the per-message transport context.
+ */
+export function contextCarrier(ctx: ExecutionContext): object {
+  const type = ctx.getType<string>();
+  if (type === 'http') return ctx.switchToHttp().getRequest();
+  const carrier: unknown = ctx.getArgByIndex(type === 'graphql' ? 3 : 1);
+  return typeof carrier === 'object' && carrier !== null ? carrier : ctx.getArgs();
+}
+
+/**
  * Parameter decorator: the handler's `IdempotencyContext` (undefined without a key, except on a
  * transactional GraphQL resolver or RPC handler: a context with key `''` whose `manager` is a plain
  * transaction, committed when the handler returns; nothing is recorded).
@@ -73,17 +84,6 @@ export function getIdempotencyContext(req: object): IdempotencyContext | undefin
  *   return charge;
  * }
  */
-/**
- * What a call's context hangs on: the HTTP request; for GraphQL the field's `info` (the request
- * is shared by every field of an operation); for RPC the per-message transport context.
- */
-export function contextCarrier(ctx: ExecutionContext): object {
-  const type = ctx.getType<string>();
-  if (type === 'http') return ctx.switchToHttp().getRequest();
-  const carrier: unknown = ctx.getArgByIndex(type === 'graphql' ? 3 : 1);
-  return typeof carrier === 'object' && carrier !== null ? carrier : ctx.getArgs();
-}
-
 export const IdempotencyCtx = createParamDecorator((_: unknown, ctx: ExecutionContext) =>
   getIdempotencyContext(contextCarrier(ctx)),
 );

@@ -196,7 +196,7 @@ export class IdempotentExecution {
     return this.completeAnyway(status, 'unrecorded');
   }
 
-  /** Records that the handler ran, with its status and no body (rule (b) of the README). */
+  /** Records that the handler ran, with its status and no body (rule (b), docs/behaviour-and-states.md). */
   private async completeAnyway(
     status: number,
     reason?: UncapturableReason,

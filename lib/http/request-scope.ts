@@ -77,8 +77,10 @@ export class RequestScope {
     );
   }
 
-  /** SHA-256 over the route, its params, the parsed query, uploaded files and the selected body. */
-  /** Synchronous unless uploads must be read, so a cached replay awaits nothing. */
+  /**
+   * SHA-256 over the route, its params, the parsed query, uploaded files and the selected body.
+   * Synchronous unless uploads must be read, so a cached replay awaits nothing.
+   */
   fingerprint(
     req: IdempotencyRequest,
     endpoint: string,

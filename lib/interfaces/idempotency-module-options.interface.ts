@@ -115,7 +115,7 @@ export interface IdempotencyModuleOptions {
   retryAfterSeconds?: number;
   /**
    * Response headers stored and replayed (case-insensitive). `Set-Cookie` is never stored.
-   * @default ['content-type', 'content-language', 'content-disposition', 'location', 'link', 'etag']
+   * @default ['content-type', 'content-language', 'content-disposition', 'location', 'link', 'etag', 'content-encoding', 'cache-control', 'vary']
    */
   replayHeaders?: string[];
   /**
@@ -126,7 +126,9 @@ export interface IdempotencyModuleOptions {
   maxResponseBytes?: number;
   /**
    * Which outcomes are stored and replayed. Everything else releases the key so a retry runs again.
-   * @default (status, error) => status < 500 && status !== 400 && status !== 422 && (error === undefined || error instanceof HttpException)
+   * `status` is the one the client receives (after the app's exception filters), so a domain error
+   * a filter maps to 402 is kept like an `HttpException(402)`. A `304` is never stored.
+   * @default (status) => status < 500 && status !== 400 && status !== 422
    * @example (status) => status < 500 // also keep validation errors
    */
   storeIf?: StoreIfFn;

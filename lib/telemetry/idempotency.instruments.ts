@@ -5,6 +5,7 @@ import type * as OTel from '@opentelemetry/api';
  * without an SDK registered by the app, every call here does nothing (the API's no-ops). The
  * API keeps its providers on `globalThis`, so whichever copy loads sees the app's SDK.
  */
+
 /** The loaded API; undefined while it is not (or not installed). */
 export let api: typeof OTel | undefined;
 let loading: Promise<void> | undefined;

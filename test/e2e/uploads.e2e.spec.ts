@@ -8,7 +8,7 @@ import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migra
 import { multipart, startUploadsApp, type UploadsApp } from '../fixtures/uploads.fixture.js';
 import { startFixtureApp, type FixtureApp } from '../fixtures/payments.fixture.js';
 
-// multer's interceptors exist for Express only (see README, "Limits and choices").
+// multer's interceptors exist for Express only (see docs/limits-and-choices.md).
 describe('uploaded files (FileInterceptor, multer) on express', () => {
   let db: MigratedDatabase;
   let u: UploadsApp;

@@ -146,7 +146,7 @@ describe('the packed npm package', () => {
     expect(packedFiles.filter((f) => f.endsWith('.map') || f.includes('write-sql-files'))).toEqual(
       [],
     );
-    // What the README points to, by its package path (the `exports` map lets it resolve).
+    // What docs/reconciliation.md points to, by its package path (the `exports` map lets it resolve).
     expect(
       createRequire(join(cjsDir, 'package.json')).resolve(
         'nestjs-pg-idempotency/sql/reconciliation.sql',

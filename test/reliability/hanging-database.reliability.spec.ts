@@ -92,8 +92,8 @@ describe.each<Platform>(['express', 'fastify'])('PostgreSQL hangs (%s)', (platfo
     const fresh = randomUUID();
     expect((await send(f.url, '/charges', { key: fresh, body: { key: fresh } })).status).toBe(201);
     // A claim given up on was still in the socket when PostgreSQL woke up, so it may have been
-    // committed after all: that key answers 409 until its lease ends (README, "Limits and
-    // choices"). Either way the operation never runs twice.
+    // committed after all: that key answers 409 until its lease ends (docs/limits-and-choices.md).
+    // Either way the operation never runs twice.
     for (const key of keys) {
       const up = await send(f.url, '/charges', { key, body: { key } });
       if (up.status === 409) {
