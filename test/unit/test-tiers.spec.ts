@@ -10,6 +10,8 @@ import { promisify } from 'node:util';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TIERS = ['unit', 'db', 'slow'] as const;
+/** Each test starts jest itself, on a machine that may be busy. */
+const SPAWNS_TIMEOUT = 120_000;
 
 async function jest(...args: string[]): Promise<string> {
   const { stdout } = await promisify(execFile)(
@@ -27,41 +29,51 @@ async function listTests(...select: string[]): Promise<string[]> {
 }
 
 describe('test tiers', () => {
-  it('puts every spec in exactly one tier, and npm test runs them all', async () => {
-    const [all, ...tiers] = await Promise.all([
-      listTests(),
-      ...TIERS.map((tier) => listTests(tier)),
-    ]);
-    const [unit, db, slow] = tiers;
+  it(
+    'puts every spec in exactly one tier, and npm test runs them all',
+    async () => {
+      const [all, ...tiers] = await Promise.all([
+        listTests(),
+        ...TIERS.map((tier) => listTests(tier)),
+      ]);
+      const [unit, db, slow] = tiers;
 
-    expect(unit.length).toBeGreaterThan(10);
-    expect(db.length).toBeGreaterThan(10);
-    expect(slow.length).toBeGreaterThan(5);
-    expect([...unit, ...db, ...slow].sort()).toEqual(all);
+      expect(unit.length).toBeGreaterThan(10);
+      expect(db.length).toBeGreaterThan(10);
+      expect(slow.length).toBeGreaterThan(5);
+      expect([...unit, ...db, ...slow].sort()).toEqual(all);
 
-    expect(unit).toContain('test/unit/test-tiers.spec.ts');
-    expect(unit).toContain('test/store/in-memory.store.spec.ts');
-    expect(db).toContain('test/store/postgres.store.spec.ts');
-    expect(db).toContain('test/harness/harness.spec.ts');
-    expect(db).toContain('test/e2e/round-trips.e2e.spec.ts');
-    expect(db).toContain('test/sample-app/sample-app.e2e.spec.ts');
-    for (const dir of ['test/reliability/', 'test/package/']) {
-      expect(all.filter((file) => file.startsWith(dir)).every((f) => slow.includes(f))).toBe(true);
-    }
-    expect(slow).toContain('test/e2e/pgbouncer.e2e.spec.ts');
-    expect(slow).toContain('test/e2e/topology-check.e2e.spec.ts');
-  });
+      expect(unit).toContain('test/unit/test-tiers.spec.ts');
+      expect(unit).toContain('test/store/in-memory.store.spec.ts');
+      expect(db).toContain('test/store/postgres.store.spec.ts');
+      expect(db).toContain('test/harness/harness.spec.ts');
+      expect(db).toContain('test/e2e/round-trips.e2e.spec.ts');
+      expect(db).toContain('test/sample-app/sample-app.e2e.spec.ts');
+      for (const dir of ['test/reliability/', 'test/package/']) {
+        expect(all.filter((file) => file.startsWith(dir)).every((f) => slow.includes(f))).toBe(
+          true,
+        );
+      }
+      expect(slow).toContain('test/e2e/pgbouncer.e2e.spec.ts');
+      expect(slow).toContain('test/e2e/topology-check.e2e.spec.ts');
+    },
+    SPAWNS_TIMEOUT,
+  );
 
-  it('starts PostgreSQL for the db and slow tiers only', async () => {
-    const { configs } = JSON.parse(await jest('--showConfig')) as {
-      configs: { displayName?: { name: string }; globalSetup?: string | null }[];
-    };
-    const setupOf = (tier: string) =>
-      configs.find((config) => config.displayName?.name === tier)?.globalSetup;
+  it(
+    'starts PostgreSQL for the db and slow tiers only',
+    async () => {
+      const { configs } = JSON.parse(await jest('--showConfig')) as {
+        configs: { displayName?: { name: string }; globalSetup?: string | null }[];
+      };
+      const setupOf = (tier: string) =>
+        configs.find((config) => config.displayName?.name === tier)?.globalSetup;
 
-    expect(configs.map((config) => config.displayName?.name).sort()).toEqual([...TIERS].sort());
-    expect(setupOf('unit')).toBeFalsy();
-    expect(setupOf('db')).toMatch(/test\/harness\/global-setup\.ts$/);
-    expect(setupOf('slow')).toBe(setupOf('db'));
-  });
+      expect(configs.map((config) => config.displayName?.name).sort()).toEqual([...TIERS].sort());
+      expect(setupOf('unit')).toBeFalsy();
+      expect(setupOf('db')).toMatch(/test\/harness\/global-setup\.ts$/);
+      expect(setupOf('slow')).toBe(setupOf('db'));
+    },
+    SPAWNS_TIMEOUT,
+  );
 });
