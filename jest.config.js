@@ -15,7 +15,10 @@ const SLOW_SPECS = [
   '<rootDir>/test/sample-app/embedded-binaries.*.spec.ts',
 ];
 /** Specs outside test/unit that need no database. */
-const PURE = ['<rootDir>/test/store/in-memory.store.spec.ts'];
+const PURE = [
+  '<rootDir>/test/store/in-memory.store.spec.ts',
+  '<rootDir>/test/package/readme-quick-start.spec.ts',
+];
 
 const common = {
   testEnvironment: 'node',
@@ -65,7 +68,11 @@ export default {
         ...SLOW_SPECS,
       ],
       // The apps test/package/ installs from the packed tarball bring their own tests (vitest).
-      testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/package/[^/]+-app/'],
+      testPathIgnorePatterns: [
+        '/node_modules/',
+        '<rootDir>/test/package/[^/]+-app/',
+        ...PURE.map(toPattern),
+      ],
     },
   ],
 };

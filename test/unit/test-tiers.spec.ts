@@ -49,11 +49,10 @@ describe('test tiers', () => {
       expect(db).toContain('test/harness/harness.spec.ts');
       expect(db).toContain('test/e2e/round-trips.e2e.spec.ts');
       expect(db).toContain('test/sample-app/sample-app.e2e.spec.ts');
-      for (const dir of ['test/reliability/', 'test/package/']) {
-        expect(all.filter((file) => file.startsWith(dir)).every((f) => slow.includes(f))).toBe(
-          true,
-        );
-      }
+      expect(unit).toContain('test/package/readme-quick-start.spec.ts');
+      const reliability = all.filter((file) => file.startsWith('test/reliability/'));
+      expect(reliability.every((file) => slow.includes(file))).toBe(true);
+      expect(slow).toContain('test/package/packed-package.e2e.spec.ts');
       expect(slow).toContain('test/e2e/pgbouncer.e2e.spec.ts');
       expect(slow).toContain('test/e2e/topology-check.e2e.spec.ts');
     },
