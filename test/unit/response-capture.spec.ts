@@ -5,6 +5,10 @@ import { holdResponse, type WireResponse } from '../../lib/http/response-capture
 
 const allow = new Set(['content-type']);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Waits for the server side to get there (a busy machine may take longer than any fixed sleep). */
+async function until(reached: () => boolean): Promise<void> {
+  while (!reached()) await sleep(10);
+}
 
 interface Received {
   status: number;
@@ -42,7 +46,11 @@ function gate<T = void>() {
 
 const servers: Server[] = [];
 afterEach(async () => {
-  for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
+  // A failed test may leave a response held open: drop it, or the run never exits.
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    await new Promise((r) => s.close(r));
+  }
 });
 
 describe('holdResponse on a real ServerResponse', () => {
@@ -62,6 +70,7 @@ describe('holdResponse on a real ServerResponse', () => {
       res.setHeader('x-not-allowed', '1');
       res.end('{"id":1}');
     });
+    await until(() => captured.length > 0);
     await sleep(50);
     expect(started()).toBe(false);
     expect(captured).toEqual([
@@ -118,6 +127,7 @@ describe('holdResponse on a real ServerResponse', () => {
       res.write('b');
       res.end('c');
     });
+    await until(() => streamed > 0);
     await sleep(50);
     expect(started()).toBe(false);
     expect(streamed).toBe(1);
