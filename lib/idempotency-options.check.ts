@@ -16,10 +16,10 @@ interface SectionRule {
 }
 type Rule = ValueRule | SectionRule;
 /** One rule per key of T, no more, no less: a new option that is not listed does not compile. */
-type Rules<T> = { readonly [K in keyof Required<T>]: Rule };
+export type Rules<T> = { readonly [K in keyof Required<T>]: Rule };
 
 const show = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v) : String(v));
-const oneOf =
+export const oneOf =
   (...allowed: unknown[]): ValueRule =>
   (v) =>
     allowed.includes(v) ? undefined : `one of ${allowed.map(show).join(', ')}`;
@@ -27,10 +27,10 @@ const ofType =
   (type: string, what: string): ValueRule =>
   (v) =>
     typeof v === type && v !== null ? undefined : what;
-const fn = ofType('function', 'a function');
+export const fn = ofType('function', 'a function');
 const object = ofType('object', 'an object');
-const flag = ofType('boolean', 'true or false');
-const nonEmptyString: ValueRule = (v) =>
+export const flag = ofType('boolean', 'true or false');
+export const nonEmptyString: ValueRule = (v) =>
   typeof v === 'string' && v !== '' ? undefined : 'a non-empty string';
 const strings: ValueRule = (v) =>
   Array.isArray(v) && v.every((s) => typeof s === 'string') ? undefined : 'an array of strings';
@@ -104,7 +104,7 @@ function unknownKey(path: string, key: string, valid: string[]): never {
   );
 }
 
-function checkSection(path: string, value: object, rules: Rules<object>): void {
+export function checkSection(path: string, value: object, rules: Rules<object>): void {
   const valid = Object.keys(rules);
   for (const [key, v] of Object.entries(value)) {
     if (!Object.hasOwn(rules, key)) unknownKey(path, key, valid);

@@ -2,6 +2,7 @@ import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
 import { IDEMPOTENT_METADATA } from '../idempotency-internal.constants.js';
 import { IdempotencyInterceptor } from '../http/idempotency.interceptor.js';
 import type { IdempotentOptions } from '../interfaces/idempotent-options.interface.js';
+import { checkIdempotentOptions } from './idempotent-options.check.js';
 
 /**
  * Makes a route (or every route of a controller) safe to retry with an `Idempotency-Key`.
@@ -20,6 +21,7 @@ export const Idempotent = (options: IdempotentOptions = {}) => {
       `nestjs-pg-idempotency: storeResponse must be 'full' or 'digest', got ${JSON.stringify(storeResponse)}`,
     );
   }
+  checkIdempotentOptions(options);
   return applyDecorators(
     SetMetadata(IDEMPOTENT_METADATA, options),
     UseInterceptors(IdempotencyInterceptor),
