@@ -37,7 +37,7 @@ export function existingColumns(k: string, locked = 'true'): string {
  * so every app instance agrees on leases and expiry.
  */
 export function buildStatements(tableName: string) {
-  const { records: t, archive, replays, cleanupRuns } = tableNames(tableName, quoteTable);
+  const { records: t, archive, replays, cleanupRuns, steps } = tableNames(tableName, quoteTable);
   const recordColumns = RECORD_COLUMNS.join(', ');
   const suffix = createHash('sha1').update(tableName).digest('hex').slice(0, 8);
   const existing = `${existingColumns('k')}
@@ -77,7 +77,8 @@ ${existingColumns('k', 'lock.locked')}
     /**
      * Atomic takeover of a stale row: only one of many concurrent callers matches. The old record
      * moves to the archive first (audit), and the new operation gets a new id. A row locked by a
-     * live transactional handler is skipped: its transaction is proof of life.
+     * live transactional handler is skipped: its transaction is proof of life. An abandoned run
+     * of the same request is resumed: one more run, its recovery points carried to the new id.
      */
     takeover: {
       name: `idem_takeover_${suffix}`,
@@ -86,16 +87,22 @@ ${existingColumns('k', 'lock.locked')}
 ), archived AS (
   INSERT INTO ${archive} (${recordColumns})
   SELECT ${recordColumns} FROM old
+), fresh AS (
+  SELECT gen_random_uuid() AS id, old.status = 'in_progress' AND old.request_hash = $2 AS resumes
+    FROM old
+), carried AS (
+  UPDATE ${steps} s SET record_id = fresh.id FROM old, fresh WHERE s.record_id = old.id AND fresh.resumes
 )
 UPDATE ${t} k
-   SET id = gen_random_uuid(), request_hash = $2, status = 'in_progress', owner_token = $3,
+   SET id = fresh.id, runs = CASE WHEN fresh.resumes THEN old.runs + 1 ELSE 1 END,
+       request_hash = $2, status = 'in_progress', owner_token = $3,
        locked_until = now() + make_interval(secs => $4), expires_at = now() + make_interval(secs => $5),
        created_at = now(), completed_at = NULL, status_code = NULL, response_headers = NULL,
        response_body = NULL, response_raw = NULL, response_key_id = NULL, response_digest = NULL,
        transaction_id = NULL, replay_count = 0, last_replayed_at = NULL
-  FROM old
+  FROM old, fresh
  WHERE k.id = old.id
-RETURNING k.id`,
+RETURNING k.id, k.runs`,
     },
     /**
      * Appends one row per record replayed (with its count) and bumps the record's counters. The
