@@ -16,3 +16,16 @@ CREATE TABLE IF NOT EXISTS idempotency_keys_steps (
   CONSTRAINT pk_idempotency_keys_steps PRIMARY KEY (record_id, name)
 );
 
+CREATE OR REPLACE VIEW idempotency_keys_recoveries AS
+SELECT k.id AS record_id, k.idempotency_key, k.endpoint, k.user_id, k.status, k.transaction_id,
+       k.runs, s.steps, coalesce(s.step_names, '{}') AS step_names,
+       coalesce(s.resumed_steps, '{}') AS resumed_steps
+  FROM idempotency_keys k
+  CROSS JOIN LATERAL (
+    SELECT count(*)::int AS steps,
+           array_agg(name ORDER BY completed_at, name) AS step_names,
+           array_agg(name ORDER BY completed_at, name) FILTER (WHERE resumed_count > 0) AS resumed_steps
+      FROM idempotency_keys_steps WHERE record_id = k.id
+  ) s
+ WHERE k.runs > 1 OR s.steps > 0;
+

@@ -138,7 +138,10 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
 
   async release(lease: Lease): Promise<boolean> {
     for (const [scope, record] of this.records) {
-      if (record === this.owned(lease)) return this.records.delete(scope);
+      if (record === this.owned(lease)) {
+        this.steps.delete(record.id);
+        return this.records.delete(scope);
+      }
     }
     return false;
   }
@@ -155,7 +158,10 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
     let deleted = 0;
     for (const [scope, record] of this.records) {
       const free = record.status === 'completed' || record.lockedUntil < now;
-      if (record.expiresAt < before && free) deleted += Number(this.records.delete(scope));
+      if (record.expiresAt < before && free) {
+        deleted += Number(this.records.delete(scope));
+        this.steps.delete(record.id);
+      }
     }
     for (let i = this.replays.length - 1; i >= 0; i--) {
       if (this.replays[i].expiresAt.getTime() < before) this.replays.splice(i, 1);

@@ -10,6 +10,7 @@ import {
   Idempotent,
   IdempotencyCtx,
   IdempotencyModule,
+  PostgresIdempotencyStore,
   type IdempotencyContext,
 } from '../../lib/index.js';
 import { send } from '../fixtures/http-client.js';
@@ -136,5 +137,34 @@ describe.each(['plaintext', 'encrypted'] as const)('recovery points over HTTP (%
     const replay = await send(b.url, '/charges', { key, body });
     expect(replay.headers['idempotent-replayed']).toBe('true');
     expect(replay.body.equals(answer.body)).toBe(true);
+    // What finance reads: two runs, one charge step, resumed.
+    const recoveries = await db.dataSource.query(
+      `SELECT status, runs, steps, step_names, resumed_steps FROM idempotency_keys_recoveries
+        WHERE idempotency_key = $1`,
+      [key],
+    );
+    expect(recoveries).toEqual([
+      { status: 'completed', runs: 2, steps: 1, step_names: ['charge'], resumed_steps: ['charge'] },
+    ]);
+  });
+
+  it('cleanup deletes recovery points whose record is gone, never those of a live record', async () => {
+    const key = randomUUID();
+    expect((await send(a.url, '/charges', { key, body: { amount: 1 } })).status).toBe(201);
+    await db.dataSource.query(
+      `INSERT INTO idempotency_keys_steps (record_id, name, result, run, completed_at)
+       VALUES (gen_random_uuid(), 'charge', '1', 1, now() - interval '2 hours')`,
+    );
+    await db.dataSource.query(
+      `UPDATE idempotency_keys_steps SET completed_at = now() - interval '2 hours'`,
+    );
+    const store = new PostgresIdempotencyStore(db.dataSource, 'idempotency_keys');
+    await store.cleanup({ batchSize: 100, retentionSeconds: 3600 });
+    const orphans = await db.dataSource.query(
+      `SELECT count(*)::int AS n FROM idempotency_keys_steps s
+        WHERE NOT EXISTS (SELECT 1 FROM idempotency_keys k WHERE k.id = s.record_id)`,
+    );
+    expect(orphans).toEqual([{ n: 0 }]);
+    expect(await steps(key)).toHaveLength(1);
   });
 });

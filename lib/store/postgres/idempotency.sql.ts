@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { buildHistoryStatements } from './history.sql.js';
 import { RECORD_COLUMNS, tableNames } from './table-names.js';
+import { orphanedStepsCleanup } from './recovery-points.sql.js';
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$/;
 
@@ -40,6 +41,7 @@ export function buildStatements(tableName: string) {
   const { records: t, archive, replays, cleanupRuns, steps } = tableNames(tableName, quoteTable);
   const recordColumns = RECORD_COLUMNS.join(', ');
   const suffix = createHash('sha1').update(tableName).digest('hex').slice(0, 8);
+  const history = buildHistoryStatements(tableName, suffix);
   const existing = `${existingColumns('k')}
   FROM ${t} k
  WHERE k.idempotency_key = $1 AND k.endpoint = $2 AND k.user_id = $3`;
@@ -162,7 +164,8 @@ RETURNING expires_at, extract(epoch FROM expires_at - clock_timestamp())::float8
     cleanupLock: `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked`,
     /** For a skipped run: the database's time, and when the last run anyone recorded finished. */
     cleanupLastRun: `SELECT now() AS checked_at, (SELECT max(finished_at) FROM ${cleanupRuns}) AS last_run_at`,
-    ...buildHistoryStatements(tableName, suffix),
+    ...history,
+    cleanupBatches: [...history.cleanupBatches, orphanedStepsCleanup(tableName)],
   };
 }
 

@@ -26,4 +26,24 @@ RETURNING record_id`,
   };
 }
 
+/**
+ * Cleanup's batch ($1 batch size, $2 retention) for recovery points whose record is gone from
+ * both the records table and the archive (deleted by cleanup, or released after a failure):
+ * nothing can resume from them any more.
+ */
+export function orphanedStepsCleanup(tableName: string): string {
+  const { records: t, archive, steps } = tableNames(tableName, quoteTable);
+  return `WITH gone AS (
+  DELETE FROM ${steps} WHERE (record_id, name) IN (
+    SELECT s.record_id, s.name FROM ${steps} s
+     WHERE s.completed_at < now() - make_interval(secs => $2)
+       AND NOT EXISTS (SELECT 1 FROM ${t} k WHERE k.id = s.record_id)
+       AND NOT EXISTS (SELECT 1 FROM ${archive} a WHERE a.id = s.record_id)
+     LIMIT $1
+     FOR UPDATE SKIP LOCKED)
+  RETURNING 1
+)
+SELECT count(*)::int AS deleted FROM gone`;
+}
+
 export type RecoveryPointStatements = ReturnType<typeof buildRecoveryPointStatements>;

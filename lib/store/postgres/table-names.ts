@@ -25,6 +25,8 @@ export function tableNames(tableName: string, quote: (name: string) => string = 
       /** Refusals per record and day, and per day (migration 5). */
       conflicts: name('_conflicts'),
       conflictsDaily: name('_conflicts_daily'),
+      /** Records that took more than one run or have recovery points (migration 6). */
+      recoveries: name('_recoveries'),
     },
     /** Prefix of index and constraint names: the table name without its schema. */
     prefix: tableName.split('.').pop() as string,
