@@ -20,7 +20,7 @@ import {
 import { deriveKey, derivedKeySecret } from '../../lib/recovery/derived-key.js';
 import { freePort } from '../fixtures/free-port.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
-import { waitFor } from '../reliability/support.js';
+import { endLease, stepsCommitted } from '../fixtures/abandoned-run.js';
 
 const SECRET = 'r'.repeat(32);
 let charges = 0;
@@ -83,17 +83,8 @@ describe('recovery points on a microservice handler', () => {
     let release!: () => void;
     hold = new Promise<void>((resolve) => (release = resolve));
     const abandoned = firstValueFrom(client.send('payments.charge', data)).catch(() => null);
-    const steps = () =>
-      db.dataSource.query(
-        `SELECT k.runs FROM idempotency_keys_steps s JOIN idempotency_keys k ON k.id = s.record_id
-          WHERE k.idempotency_key = $1`,
-        [idempotencyKey],
-      );
-    await waitFor('the step to commit', async () => (await steps()).length === 1, 10_000);
-    await db.dataSource.query(
-      `UPDATE idempotency_keys SET locked_until = now() - interval '1 second' WHERE idempotency_key = $1`,
-      [idempotencyKey],
-    );
+    await stepsCommitted(db.dataSource, idempotencyKey);
+    await endLease(db.dataSource, idempotencyKey);
     const before = charges;
     const resumed = await firstValueFrom(client.send('payments.charge', data));
     release();

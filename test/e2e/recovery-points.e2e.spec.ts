@@ -17,6 +17,7 @@ import { send } from '../fixtures/http-client.js';
 import { listenApp, type ListeningApp } from '../fixtures/listen.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { waitFor } from '../reliability/support.js';
+import { endLease, stepsCommitted } from '../fixtures/abandoned-run.js';
 
 const processor = { calls: 0, perKey: new Map<string, number>() };
 /** The derived key each run computed, in order. */
@@ -100,13 +101,9 @@ describe.each(['plaintext', 'encrypted'] as const)('recovery points over HTTP (%
     const first = gate();
     gates.push(first.opened);
     const abandoned = send(a.url, '/charges', { key, body });
-    await waitFor('the charge step to commit', async () => (await steps(key)).length === 1, 10_000);
-
+    await stepsCommitted(db.dataSource, key);
     // As if instance A died: its lease ends (its heartbeat would renew it only much later).
-    await db.dataSource.query(
-      `UPDATE idempotency_keys SET locked_until = now() - interval '1 second' WHERE idempotency_key = $1`,
-      [key],
-    );
+    await endLease(db.dataSource, key);
     const second = gate();
     gates.push(second.opened);
     const resumed = send(b.url, '/charges', { key, body });
