@@ -66,6 +66,19 @@ describe('ctx.step()', () => {
     expect(calls).toBe(0);
   });
 
+  it('needs a store with recovery points (a custom store without them)', async () => {
+    const memory = new InMemoryIdempotencyStore();
+    const { claim, complete, recordReplays, release, renew, cleanup } = memory;
+    const bare = { claim, complete, recordReplays, release, renew, cleanup };
+    const ctx = new IdempotencyContext(scope);
+    ctx.bindRecoveryPoints(new RecoveryPoints(bare, { id: 'r', token: 't' }, scope, secret, false));
+    let calls = 0;
+    await expect(ctx.step('charge', () => ++calls)).rejects.toThrow(/loadStep and saveStep/);
+    expect(calls).toBe(0);
+    // keyFor needs no store support.
+    expect(ctx.keyFor('charge')).toBe(deriveKey(secret, scope, 'charge'));
+  });
+
   it('runs fn once per name in a run (even concurrently), a throwing step again', async () => {
     const store = new InMemoryIdempotencyStore();
     const claim = await store.claim({
