@@ -9,7 +9,6 @@
  */
 import 'reflect-metadata';
 import { Body, Controller, HttpCode, Module, Post } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import { DataSource } from 'typeorm';
 import {
   Idempotent,
@@ -17,6 +16,7 @@ import {
   IdempotencyModule,
   type IdempotencyContext,
 } from '../../../lib/index.js';
+import { serveChildApp } from './serve.js';
 
 const url = process.env.DATABASE_URL;
 const processorUrl = process.env.PROCESSOR_URL;
@@ -73,16 +73,4 @@ class ChargesController {
 })
 class ChildModule {}
 
-async function main(): Promise<void> {
-  process.stdin.on('end', () => process.exit(0));
-  process.stdin.resume();
-  const app = await NestFactory.create(ChildModule, { logger: ['error', 'warn'] });
-  await app.listen(0, '127.0.0.1');
-  const { port } = app.getHttpServer().address() as { port: number };
-  process.stdout.write(`READY ${JSON.stringify({ port, pid: process.pid })}\n`);
-}
-
-main().catch((error: Error) => {
-  process.stderr.write(`recovery child failed to start: ${error.stack ?? error.message}\n`);
-  process.exit(1);
-});
+serveChildApp(ChildModule, `recovery-${mode}`);
