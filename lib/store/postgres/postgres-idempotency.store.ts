@@ -295,7 +295,11 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       // A concurrent takeover won: the transaction (aborted) is rolled back by the caller.
       if (typeof taken === 'string') return { type: 'in_progress' };
       const id = taken.rows[0]?.id as string | undefined;
-      if (id) return { type: 'claimed', lease: { id, token, claimed } };
+      if (id)
+        return {
+          type: 'claimed',
+          lease: { id, token, claimed, run: taken.rows[0].runs as number },
+        };
       return { type: 'in_progress', recordId: row.id, expiresAt: row.expires_at as Date };
     }
     return this.existing(row, claimed);
