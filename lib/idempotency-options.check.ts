@@ -81,6 +81,7 @@ export const OPTION_RULES: Rules<IdempotencyModuleOptions> = {
   singleCommitMaxSeconds: checkedOnResolve,
   replayCache: { keys: REPLAY_CACHE, orFalse: true },
   encryption: { keys: ENCRYPTION },
+  derivedKeySecret: checkedOnResolve,
   cleanup: { keys: CLEANUP },
 };
 

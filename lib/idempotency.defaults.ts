@@ -3,6 +3,8 @@ import type { DataSource } from 'typeorm';
 import { quoteTable } from './store/postgres/idempotency.sql.js';
 import type { ReplayCacheLimits } from './execution/replay-cache.js';
 import { ResponseCipher } from './store/response-cipher.js';
+import { derivedKeySecret } from './recovery/derived-key.js';
+import type { KeyObject } from 'node:crypto';
 import { checkIdempotencyOptions } from './idempotency-options.check.js';
 import { defaultUserId } from './http/request-scope.js';
 import type { IdempotencyStore } from './store/idempotency-store.interface.js';
@@ -71,7 +73,13 @@ export const COMPLETION_RETRY = { firstDelayMs: 100, maxDelayMs: 5_000 };
 export interface ResolvedIdempotencyOptions extends Required<
   Omit<
     IdempotencyModuleOptions,
-    'cleanup' | 'replayHeaders' | 'replayCache' | 'encryption' | 'dataSource' | 'store'
+    | 'cleanup'
+    | 'replayHeaders'
+    | 'replayCache'
+    | 'encryption'
+    | 'dataSource'
+    | 'store'
+    | 'derivedKeySecret'
   >
 > {
   /** Undefined only with a custom `store`. */
@@ -84,6 +92,8 @@ export interface ResolvedIdempotencyOptions extends Required<
   replayCache: false | ReplayCacheLimits;
   /** Null when stored responses are kept in plaintext. */
   encryption: ResponseCipher | null;
+  /** Null when `ctx.keyFor()` is unavailable. */
+  derivedKeySecret: KeyObject | null;
 }
 
 /** `-1`, `NaN`, `string "3600"`: what was passed, with its type when it is not a number. */
@@ -181,6 +191,7 @@ export function resolveIdempotencyOptions(
     replayCache:
       options.replayCache === false ? false : { ...d.replayCache, ...options.replayCache },
     encryption: options.encryption === undefined ? null : new ResponseCipher(options.encryption),
+    derivedKeySecret: derivedKeySecret(options.derivedKeySecret),
   };
   positive('cleanup.batchSize', resolved.cleanup.batchSize);
   positive('cleanup.retentionSeconds', resolved.cleanup.retentionSeconds, 0);

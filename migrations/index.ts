@@ -3,6 +3,7 @@ import { CreateIdempotencyAudit1764680100000 } from './1764680100000-CreateIdemp
 import { ProtectStoredResponses1764680200000 } from './1764680200000-ProtectStoredResponses.js';
 import { TallyReplayAudit1764680300000 } from './1764680300000-TallyReplayAudit.js';
 import { KeepFinanceHistory1764680400000 } from './1764680400000-KeepFinanceHistory.js';
+import { AddRecoveryPoints1764680500000 } from './1764680500000-AddRecoveryPoints.js';
 import {
   IDEMPOTENCY_AUDIT_UP,
   idempotencyAuditDown,
@@ -25,6 +26,11 @@ import {
   financeHistoryDown,
   financeHistoryUp,
 } from './idempotency-finance-history.sql.js';
+import {
+  RECOVERY_POINTS_UP,
+  recoveryPointsDown,
+  recoveryPointsUp,
+} from './idempotency-recovery-points.sql.js';
 
 export {
   CreateIdempotencyKeys1764680000000,
@@ -32,6 +38,7 @@ export {
   ProtectStoredResponses1764680200000,
   TallyReplayAudit1764680300000,
   KeepFinanceHistory1764680400000,
+  AddRecoveryPoints1764680500000,
 };
 export {
   IDEMPOTENCY_KEYS_UP,
@@ -64,6 +71,12 @@ export {
   financeHistoryDown,
 } from './idempotency-finance-history.sql.js';
 export {
+  RECOVERY_POINTS_UP,
+  RECOVERY_POINTS_DOWN,
+  recoveryPointsUp,
+  recoveryPointsDown,
+} from './idempotency-recovery-points.sql.js';
+export {
   idempotencyPartitionedUp,
   idempotencyArchivePartitions,
   type PartitionedLayoutOptions,
@@ -76,6 +89,7 @@ export const idempotencyMigrations = [
   ProtectStoredResponses1764680200000,
   TallyReplayAudit1764680300000,
   KeepFinanceHistory1764680400000,
+  AddRecoveryPoints1764680500000,
 ];
 
 /** Every statement, for a table of another name (the module's `tableName` option). */
@@ -86,12 +100,14 @@ export function idempotencySchema(tableName = 'idempotency_keys'): string[] {
     ...responseProtectionUp(tableName),
     ...replayTallyUp(tableName),
     ...financeHistoryUp(tableName),
+    ...recoveryPointsUp(tableName),
   ];
 }
 
 /** Undoes `idempotencySchema(tableName)`, in reverse order: for the `down()` of your migration. */
 export function idempotencySchemaDown(tableName = 'idempotency_keys'): string[] {
   return [
+    ...recoveryPointsDown(tableName),
     ...financeHistoryDown(tableName),
     ...replayTallyDown(tableName),
     ...responseProtectionDown(tableName),
@@ -119,6 +135,10 @@ export function idempotencySqlFiles(): Record<string, string> {
     '005_finance_history.sql': renderSqlFile(
       'daily roll-up of deleted rows and refusals per record, for stable daily figures',
       FINANCE_HISTORY_UP,
+    ),
+    '006_recovery_points.sql': renderSqlFile(
+      'recovery points of ctx.step() and the runs a record took',
+      RECOVERY_POINTS_UP,
     ),
   };
 }

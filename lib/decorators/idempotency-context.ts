@@ -1,6 +1,7 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { IdempotencyScope } from '../store/idempotency-store.interface.js';
+import type { RecoveryPoints } from '../recovery/recovery-points.js';
 
 const CONTEXT = Symbol('nestjs-pg-idempotency:context');
 
@@ -30,7 +31,46 @@ export class IdempotencyContext<TManager = EntityManager> {
    */
   manager?: TManager;
 
+  private recovery?: RecoveryPoints;
+
   constructor(readonly scope: IdempotencyScope) {}
+
+  /** @internal Set by the library for a run under a claimed key. */
+  bindRecoveryPoints(recovery: RecoveryPoints): void {
+    this.recovery = recovery;
+  }
+
+  private recoveryPoints(): RecoveryPoints {
+    if (!this.recovery) {
+      throw new Error('nestjs-pg-idempotency: no idempotency key, so no keyFor() nor step()');
+    }
+    return this.recovery;
+  }
+
+  /** Which run of the record this is: 1, plus one per takeover of an abandoned run. */
+  get run(): number {
+    return this.recovery?.run ?? 1;
+  }
+
+  /**
+   * An idempotency key for a downstream call (a card processor, a mail API): the same on every
+   * run of this record on every instance, different for another key, endpoint, user or `name`,
+   * and not computable from the inbound key without the `derivedKeySecret` option (required).
+   * @example await stripe.paymentIntents.create(params, { idempotencyKey: idem.keyFor('charge') })
+   */
+  keyFor(name: string): string {
+    return this.recoveryPoints().keyFor(name);
+  }
+
+  /**
+   * A recovery point: runs `fn` once per record and commits its JSON result before returning it;
+   * a later run of the record (after a crash and the lease) gets the stored result without
+   * calling `fn`. A step that threw runs again. Not on transactional routes (throws there).
+   * @example const charge = await idem.step('charge', () => processor.charge(dto, idem.keyFor('charge')));
+   */
+  step<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
+    return this.recoveryPoints().step(name, fn);
+  }
 
   /**
    * Links the record to the transaction this operation produced (e.g. the charge id).

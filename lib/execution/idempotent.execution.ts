@@ -34,6 +34,7 @@ import { LeaseHeartbeat } from './lease-heartbeat.js';
 import { openTransaction } from '../store/transactional-routes.check.js';
 import { TransactionAbortedError } from '../store/transaction-aborted.error.js';
 import { telemetry } from '../telemetry/idempotency.telemetry.js';
+import { RecoveryPoints } from '../recovery/recovery-points.js';
 
 /**
  * One handler run under a claimed key. The claim lasts until the handler has settled AND the
@@ -66,6 +67,9 @@ export class IdempotentExecution {
     private readonly claimTransaction?: IdempotencyTransaction,
   ) {
     this.context = new IdempotencyContext(scope);
+    this.context.bindRecoveryPoints(
+      new RecoveryPoints(store, lease, scope, options.derivedKeySecret, !!route.transactional),
+    );
     this.transaction = claimTransaction;
     this.heartbeat = new LeaseHeartbeat(store, lease, options, logger, () => this.describe());
   }

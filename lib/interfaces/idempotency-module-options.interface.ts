@@ -242,6 +242,15 @@ export interface IdempotencyModuleOptions {
    * @example { keys: { '2026-12': process.env.IDEM_KEY_2026_12! }, activeKeyId: '2026-12' }
    */
   encryption?: IdempotencyEncryptionOptions;
+  /**
+   * The secret `ctx.keyFor(name)` derives downstream idempotency keys with (HMAC-SHA256 of the
+   * record's key, endpoint, user and `name`): at least 32 bytes, the same on every instance and
+   * kept across deploys (a new secret gives new keys, so a retry after the change is not
+   * deduplicated downstream). Without it `keyFor()` throws. See docs/recovery-points.md.
+   * @default undefined (`ctx.keyFor()` unavailable)
+   * @example process.env.IDEMPOTENCY_DERIVED_KEY_SECRET
+   */
+  derivedKeySecret?: string | Buffer;
   /** Cleanup of expired records. */
   cleanup?: IdempotencyCleanupOptions;
 }

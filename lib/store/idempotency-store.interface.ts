@@ -18,6 +18,11 @@ export interface Lease {
   token: string;
   /** What was claimed, set by the store that issued the lease; an encrypted response is bound to it. */
   claimed?: IdempotencyScope & { requestHash: string };
+  /**
+   * Which run of the record this is: 1, plus one per takeover of an abandoned run (in progress
+   * past its lease) of the same request. Set by stores with recovery points (`saveStep`).
+   */
+  run?: number;
 }
 
 /** A response as it went over the wire. `body` is null when it was not kept (see `omitted`). */
@@ -235,4 +240,18 @@ export interface IdempotencyStore<TManager = unknown> {
    * exist there. Optional: without it the cache lives out its entries' ttl.
    */
   onServerChange?(listener: (change: unknown) => void): void;
+  /**
+   * Recovery points of `ctx.step()`: the JSON text committed for step `name` of the record in
+   * progress under this lease (or carried over from an abandoned run it took over), null when
+   * none; counts the read as a resume. Optional, with `saveStep`: without them `ctx.step()`
+   * throws. A store with them carries a record's steps over when `claim` takes over an abandoned
+   * run (in progress past its lease) of the same `requestHash`, and only then: never to another
+   * scope, another request, nor a new operation after a completed record expired.
+   */
+  loadStep?(lease: Lease, name: string): Promise<string | null>;
+  /**
+   * Commits step `name`'s JSON result before returning true; false when nothing was written:
+   * the lease was lost (fenced by token) or the step is already recorded.
+   */
+  saveStep?(lease: Lease, name: string, result: string): Promise<boolean>;
 }

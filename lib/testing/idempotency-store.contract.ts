@@ -8,6 +8,7 @@ import type {
   Lease,
 } from '../store/idempotency-store.interface.js';
 import { anyOf, assertMatch } from './contract-match.js';
+import { recoveryPointsContract } from './recovery-points.contract.js';
 
 /** What the contract needs of a store under test. */
 export interface StoreContractHarness {
@@ -250,6 +251,16 @@ export function idempotencyStoreContract(
       ]);
       await h.store.recordReplays([]);
       assertMatch(await h.store.claim(req), { type: 'completed', recordId: l.id });
+    });
+
+    recoveryPointsContract(it, {
+      store: () => h.store,
+      advance: (seconds) => h.advance(seconds),
+      request,
+      completion,
+      hash,
+      leaseSeconds: LEASE,
+      ttlSeconds: TTL,
     });
 
     it('cleans up records past expiry plus retention, never a live one', async () => {

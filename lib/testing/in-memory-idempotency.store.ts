@@ -26,6 +26,15 @@ interface MemoryRecord {
   expiresAt: number;
   response?: StoredResponse;
   replayCount: number;
+  /** Runs it took: one more per takeover of an abandoned run of the same request. */
+  runs: number;
+}
+
+/** A recovery point of `ctx.step()`, as this store keeps it. */
+export interface MemoryStep {
+  result: string;
+  run: number;
+  resumedCount: number;
 }
 
 /**
@@ -43,6 +52,8 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
   private readonly now: () => number;
   /** Every replay row recorded (one per record per flush), oldest first. */
   readonly replays: RecordedReplay[] = [];
+  /** Recovery points by record id, then step name. */
+  readonly steps = new Map<string, Map<string, MemoryStep>>();
 
   constructor(options: { now?: () => number } = {}) {
     // This store's clock plays the database's: the one all stored moments come from.
@@ -61,6 +72,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
     const stale =
       found && (found.status === 'completed' ? found.expiresAt : found.lockedUntil) <= now;
     if (!found || stale) {
+      const resumes = found?.status === 'in_progress' && found.requestHash === req.requestHash;
       const record: MemoryRecord = {
         id: randomUUID(),
         requestHash: req.requestHash,
@@ -69,11 +81,16 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
         lockedUntil: now + req.leaseSeconds * 1000,
         expiresAt: now + req.ttlSeconds * 1000,
         replayCount: 0,
+        runs: resumes ? found.runs + 1 : 1,
       };
       this.records.set(scope, record);
+      const carried = resumes ? this.steps.get(found.id) : undefined;
+      if (carried) this.steps.set(record.id, carried);
+      if (found) this.steps.delete(found.id);
       const { key, endpoint, userId, requestHash } = req;
       const claimed = { key, endpoint, userId, requestHash };
-      return { type: 'claimed', lease: { id: record.id, token: record.token, claimed } };
+      const lease = { id: record.id, token: record.token, claimed, run: record.runs };
+      return { type: 'claimed', lease };
     }
     if (found.requestHash !== req.requestHash) return { type: 'mismatch' };
     if (found.status === 'in_progress' || !found.response) return { type: 'in_progress' };
@@ -121,7 +138,10 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
 
   async release(lease: Lease): Promise<boolean> {
     for (const [scope, record] of this.records) {
-      if (record === this.owned(lease)) return this.records.delete(scope);
+      if (record === this.owned(lease)) {
+        this.steps.delete(record.id);
+        return this.records.delete(scope);
+      }
     }
     return false;
   }
@@ -138,7 +158,10 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
     let deleted = 0;
     for (const [scope, record] of this.records) {
       const free = record.status === 'completed' || record.lockedUntil < now;
-      if (record.expiresAt < before && free) deleted += Number(this.records.delete(scope));
+      if (record.expiresAt < before && free) {
+        deleted += Number(this.records.delete(scope));
+        this.steps.delete(record.id);
+      }
     }
     for (let i = this.replays.length - 1; i >= 0; i--) {
       if (this.replays[i].expiresAt.getTime() < before) this.replays.splice(i, 1);
@@ -149,6 +172,27 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
       batches: Math.floor(deleted / options.batchSize) + 1,
       longestBatchMs: 0,
     };
+  }
+
+  async loadStep(lease: Lease, name: string): Promise<string | null> {
+    const step = this.owned(lease) && this.steps.get(lease.id)?.get(name);
+    if (!step) return null;
+    step.resumedCount += 1;
+    return step.result;
+  }
+
+  async saveStep(lease: Lease, name: string, result: string): Promise<boolean> {
+    const record = this.owned(lease);
+    const steps = this.steps.get(lease.id) ?? new Map<string, MemoryStep>();
+    if (!record || steps.has(name)) return false;
+    steps.set(name, { result, run: record.runs, resumedCount: 0 });
+    this.steps.set(lease.id, steps);
+    return true;
+  }
+
+  /** The runs a record took (see `Lease.run`), by record id. */
+  runsOf(recordId: string): number | undefined {
+    return [...this.records.values()].find((r) => r.id === recordId)?.runs;
   }
 
   /** The record in progress under this lease's token, if it still is. */

@@ -44,6 +44,11 @@ export class AppModule {
             getUserId: (req) => req.user?.id,
             ttlSeconds: IDEMPOTENCY_TTL_SECONDS,
             cleanup: { retentionSeconds: IDEMPOTENCY_RETENTION_SECONDS },
+            // For ctx.keyFor(): one secret for every instance, kept across deploys (a secret store
+            // in production; the fallback is for running the sample locally only).
+            derivedKeySecret:
+              process.env.IDEMPOTENCY_DERIVED_KEY_SECRET ??
+              'sample-app-local-only-derived-key-secret',
             ...options.idempotency,
           }),
         }),

@@ -72,8 +72,9 @@ describe('cleanup', () => {
     await seed(5, 60, 'in_progress');
     const app = await boot({ enabled: false, batchSize: 1_000 });
     const result = await app.get(IdempotencyCleanupService).run();
-    // Three batches of records, then one (empty) batch each for the archive, replays and refusals.
-    expect(result).toMatchObject({ ran: true, deleted: 2_500, batches: 6 });
+    // Three batches of records, then one (empty) batch each for the archive, replays, refusals
+    // and recovery points.
+    expect(result).toMatchObject({ ran: true, deleted: 2_500, batches: 7 });
     expect(result.longestBatchMs).toBeGreaterThanOrEqual(0);
     expect(await count()).toBe(15);
     expect(await count(`status = 'in_progress'`)).toBe(5);

@@ -37,6 +37,7 @@ describe('migrations', () => {
       'ProtectStoredResponses1764680200000',
       'TallyReplayAudit1764680300000',
       'KeepFinanceHistory1764680400000',
+      'AddRecoveryPoints1764680500000',
     ]);
     await ds.query(
       `INSERT INTO idempotency_keys (idempotency_key, endpoint, request_hash, expires_at) VALUES ('k', 'POST /x', repeat('a', 64), now())`,
@@ -88,7 +89,12 @@ describe('migrations', () => {
       )[0].reloptions;
     // Room on each page: the replay counters of a record are bumped without index writes (HOT).
     expect(await fillfactor()).toEqual(['fillfactor=90']);
-    // Migration 5 first: the roll-up and the refusals go, the views read live rows only again.
+    // Migration 6 first: the recovery points and the runs counter go.
+    expect(await columns(db, 'idempotency_keys_steps')).not.toEqual([]);
+    await ds.undoLastMigration();
+    expect(await columns(db, 'idempotency_keys_steps')).toEqual([]);
+    expect(await columns(db)).not.toContainEqual(expect.objectContaining({ column_name: 'runs' }));
+    // Migration 5: the roll-up and the refusals go, the views read live rows only again.
     expect(await columns(db, 'idempotency_keys_daily_rollup')).not.toEqual([]);
     await ds.undoLastMigration();
     expect(await columns(db, 'idempotency_keys_daily_rollup')).toEqual([]);

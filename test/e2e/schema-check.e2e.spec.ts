@@ -38,7 +38,7 @@ describe('schema check at start-up', () => {
   it('fails bootstrap naming every missing table and the fix, instead of answering 503 forever', async () => {
     const start = startFixtureApp({ platform: 'express', dataSource: bare.newDataSource() });
     expect(await bootError(start)).toMatch(
-      /lacks what the idempotency store needs: tables "idempotency_keys", "idempotency_keys_archive", "idempotency_keys_replays", "idempotency_keys_cleanup_runs", "idempotency_keys_daily_rollup", "idempotency_keys_refusals"\. To fix, add `idempotencyMigrations` from 'nestjs-pg-idempotency\/migrations' to your DataSource's `migrations` and run them .* or run the plain SQL files migrations\/001_idempotency_keys\.sql to migrations\/005_finance_history\.sql in order/,
+      /lacks what the idempotency store needs: tables "idempotency_keys", "idempotency_keys_archive", "idempotency_keys_replays", "idempotency_keys_cleanup_runs", "idempotency_keys_daily_rollup", "idempotency_keys_refusals", "idempotency_keys_steps"\. To fix, add `idempotencyMigrations` from 'nestjs-pg-idempotency\/migrations' to your DataSource's `migrations` and run them .* or run the plain SQL files migrations\/001_idempotency_keys\.sql to migrations\/006_recovery_points\.sql in order/,
     );
   });
 
@@ -66,7 +66,7 @@ describe('schema check at start-up', () => {
       await ds.runMigrations();
       const start = startFixtureApp({ platform: 'express', dataSource: ds });
       expect(await bootError(start)).toMatch(
-        /needs: tables "idempotency_keys_daily_rollup", "idempotency_keys_refusals"; columns "idempotency_keys"\.response_key_id, "idempotency_keys"\.response_digest, "idempotency_keys_archive"\.response_key_id, "idempotency_keys_archive"\.response_digest, "idempotency_keys_replays"\.replay_count, "idempotency_keys_replays"\.first_replayed_at\./,
+        /needs: tables "idempotency_keys_daily_rollup", "idempotency_keys_refusals", "idempotency_keys_steps"; columns "idempotency_keys"\.response_key_id, "idempotency_keys"\.response_digest, "idempotency_keys"\.runs, "idempotency_keys_archive"\.response_key_id, "idempotency_keys_archive"\.response_digest, "idempotency_keys_replays"\.replay_count, "idempotency_keys_replays"\.first_replayed_at\./,
       );
     } finally {
       await partial.drop();

@@ -11,6 +11,8 @@ import { AppModule, configureApp } from '../../sample-app/src/app.module.js';
 import { send } from '../fixtures/http-client.js';
 import { parseNamedQueries } from '../fixtures/named-queries.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
+import { CardProcessor } from '../../sample-app/src/payments/card-processor.service.js';
+import { waitFor } from '../reliability/support.js';
 
 const SLOW_MS = 300;
 const PROBLEM = 'application/problem+json';
@@ -289,6 +291,30 @@ describe('sample-app: payments service with Idempotency-Key', () => {
     expect(late.body.equals(original[0].body)).toBe(true);
   });
 
+  it('sends the processor a derived key: a re-run after a lost lease is not charged twice', async () => {
+    const processor = app.get(CardProcessor);
+    const seen = new Set(processor.requests.keys());
+    const key = randomUUID();
+    const body = { amount: 5151, currency: 'usd', source: 'tok_slow' };
+    const abandoned = post('/payments', { user: 'hal', key, body });
+    await waitFor('the claim', async () => (await records(key)).length === 1, 10_000, 10);
+    // As if the instance running it died: its lease ends, and the retry takes the record over.
+    await sql(
+      `UPDATE idempotency_keys SET locked_until = now() - interval '1 second' WHERE idempotency_key = $1`,
+      [key],
+    );
+    const retry = await post('/payments', { user: 'hal', key, body });
+    await abandoned;
+    expect(retry.status).toBe(201);
+    const derived = [...processor.requests.keys()].filter((k) => !seen.has(k));
+    expect(derived).toHaveLength(1);
+    expect(derived[0]).not.toContain(key);
+    expect(processor.requests.get(derived[0])).toBe(2);
+    expect(processor.chargesFor(derived[0])).toBe(1);
+    const payments = await sql(`SELECT id FROM payments WHERE user_id = 'hal'`);
+    expect(payments).toEqual([{ id: retry.json().id }]);
+  });
+
   it("scopes keys per user: another user's same key is a payment of its own", async () => {
     const key = randomUUID();
     const hana = await post('/payments', { user: 'hana', key, body: charge });
@@ -383,7 +409,7 @@ describe('sample-app: payments service with Idempotency-Key', () => {
     ]);
     // Not vacuous: the ledger holds many matched rows, incl. a decline (402) and an unknown-payment 404 record.
     const [{ n }] = await sql(`SELECT count(*)::int AS n FROM payments`);
-    expect(n).toBe(12);
+    expect(n).toBe(13);
     expect(
       await sql(`SELECT 1 FROM idempotency_keys WHERE status_code IN (402, 404)`),
     ).toHaveLength(2);

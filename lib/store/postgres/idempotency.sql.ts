@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { buildHistoryStatements } from './history.sql.js';
 import { RECORD_COLUMNS, tableNames } from './table-names.js';
+import { orphanedStepsCleanup } from './recovery-points.sql.js';
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$/;
 
@@ -37,9 +38,10 @@ export function existingColumns(k: string, locked = 'true'): string {
  * so every app instance agrees on leases and expiry.
  */
 export function buildStatements(tableName: string) {
-  const { records: t, archive, replays, cleanupRuns } = tableNames(tableName, quoteTable);
+  const { records: t, archive, replays, cleanupRuns, steps } = tableNames(tableName, quoteTable);
   const recordColumns = RECORD_COLUMNS.join(', ');
   const suffix = createHash('sha1').update(tableName).digest('hex').slice(0, 8);
+  const history = buildHistoryStatements(tableName, suffix);
   const existing = `${existingColumns('k')}
   FROM ${t} k
  WHERE k.idempotency_key = $1 AND k.endpoint = $2 AND k.user_id = $3`;
@@ -77,7 +79,8 @@ ${existingColumns('k', 'lock.locked')}
     /**
      * Atomic takeover of a stale row: only one of many concurrent callers matches. The old record
      * moves to the archive first (audit), and the new operation gets a new id. A row locked by a
-     * live transactional handler is skipped: its transaction is proof of life.
+     * live transactional handler is skipped: its transaction is proof of life. An abandoned run
+     * of the same request is resumed: one more run, its recovery points carried to the new id.
      */
     takeover: {
       name: `idem_takeover_${suffix}`,
@@ -86,16 +89,22 @@ ${existingColumns('k', 'lock.locked')}
 ), archived AS (
   INSERT INTO ${archive} (${recordColumns})
   SELECT ${recordColumns} FROM old
+), fresh AS (
+  SELECT gen_random_uuid() AS id, old.status = 'in_progress' AND old.request_hash = $2 AS resumes
+    FROM old
+), carried AS (
+  UPDATE ${steps} s SET record_id = fresh.id FROM old, fresh WHERE s.record_id = old.id AND fresh.resumes
 )
 UPDATE ${t} k
-   SET id = gen_random_uuid(), request_hash = $2, status = 'in_progress', owner_token = $3,
+   SET id = fresh.id, runs = CASE WHEN fresh.resumes THEN old.runs + 1 ELSE 1 END,
+       request_hash = $2, status = 'in_progress', owner_token = $3,
        locked_until = now() + make_interval(secs => $4), expires_at = now() + make_interval(secs => $5),
        created_at = now(), completed_at = NULL, status_code = NULL, response_headers = NULL,
        response_body = NULL, response_raw = NULL, response_key_id = NULL, response_digest = NULL,
        transaction_id = NULL, replay_count = 0, last_replayed_at = NULL
-  FROM old
+  FROM old, fresh
  WHERE k.id = old.id
-RETURNING k.id`,
+RETURNING k.id, k.runs`,
     },
     /**
      * Appends one row per record replayed (with its count) and bumps the record's counters. The
@@ -155,7 +164,8 @@ RETURNING expires_at, extract(epoch FROM expires_at - clock_timestamp())::float8
     cleanupLock: `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked`,
     /** For a skipped run: the database's time, and when the last run anyone recorded finished. */
     cleanupLastRun: `SELECT now() AS checked_at, (SELECT max(finished_at) FROM ${cleanupRuns}) AS last_run_at`,
-    ...buildHistoryStatements(tableName, suffix),
+    ...history,
+    cleanupBatches: [...history.cleanupBatches, orphanedStepsCleanup(tableName)],
   };
 }
 

@@ -36,6 +36,8 @@ import {
   queryWithin,
 } from './pg-deadline.js';
 import { telemetry } from '../../telemetry/idempotency.telemetry.js';
+import { buildRecoveryPointStatements } from './recovery-points.sql.js';
+import { PostgresRecoveryPoints } from './postgres-recovery-points.js';
 
 interface ExistingRow extends StoredRow {
   /** Empty (NULL) when the scope has no committed row: claim and single-commit lookup. */
@@ -84,6 +86,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
   private readonly slots: SingleCommitSlots;
   private readonly singleCommitMaxSeconds: number;
   private readonly server: ServerIdentityWatch;
+  private readonly steps: PostgresRecoveryPoints;
 
   constructor(
     readonly dataSource: DataSource,
@@ -114,6 +117,20 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
     this.singleCommitMaxSeconds =
       options.singleCommitMaxSeconds ?? IDEMPOTENCY_DEFAULTS.singleCommitMaxSeconds;
     this.slots = new SingleCommitSlots(this.driverPool, this.pool.timeoutMs);
+    const steps = buildRecoveryPointStatements(tableName);
+    this.steps = new PostgresRecoveryPoints(
+      named ? steps : withoutNames(steps),
+      (config) => this.pool.query(config),
+      options.cipher ?? null,
+    );
+  }
+
+  loadStep(lease: Lease, name: string): Promise<string | null> {
+    return this.steps.load(lease, name);
+  }
+
+  saveStep(lease: Lease, name: string, result: string): Promise<boolean> {
+    return this.steps.save(lease, name, result);
   }
 
   private master(): Pool {
@@ -168,7 +185,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       // Nothing inserted because a single-commit transaction holds the scope.
       if (row && !row.id && !row.locked) return { type: 'in_progress' };
       if (!row?.id) continue;
-      if (row.claimed) return { type: 'claimed', lease: { id: row.id, token, claimed } };
+      if (row.claimed) return { type: 'claimed', lease: { id: row.id, token, claimed, run: 1 } };
       // Stale but skipped by the takeover: a live transaction holds it (see `lockClaim`).
       if (row.stale && (row.id === lockedStale || !row.locked)) {
         return { type: 'in_progress', recordId: row.id, expiresAt: row.expires_at as Date };
@@ -187,7 +204,11 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
         }
         const id = taken.rows[0]?.id as string | undefined;
         if (id) telemetry.leaseTakenOver();
-        if (id) return { type: 'claimed', lease: { id, token, claimed } };
+        if (id)
+          return {
+            type: 'claimed',
+            lease: { id, token, claimed, run: taken.rows[0].runs as number },
+          };
         lockedStale = row.id;
         insert = false;
         continue;
@@ -274,7 +295,11 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       // A concurrent takeover won: the transaction (aborted) is rolled back by the caller.
       if (typeof taken === 'string') return { type: 'in_progress' };
       const id = taken.rows[0]?.id as string | undefined;
-      if (id) return { type: 'claimed', lease: { id, token, claimed } };
+      if (id)
+        return {
+          type: 'claimed',
+          lease: { id, token, claimed, run: taken.rows[0].runs as number },
+        };
       return { type: 'in_progress', recordId: row.id, expiresAt: row.expires_at as Date };
     }
     return this.existing(row, claimed);

@@ -92,7 +92,7 @@ function describeMissing(
   ].filter(Boolean);
   const fix =
     tableName === 'idempotency_keys'
-      ? "add `idempotencyMigrations` from 'nestjs-pg-idempotency/migrations' to your DataSource's `migrations` and run them (e.g. `migrationsRun: true`), or run the plain SQL files migrations/001_idempotency_keys.sql to migrations/005_finance_history.sql in order"
+      ? "add `idempotencyMigrations` from 'nestjs-pg-idempotency/migrations' to your DataSource's `migrations` and run them (e.g. `migrationsRun: true`), or run the plain SQL files migrations/001_idempotency_keys.sql to migrations/006_recovery_points.sql in order"
       : `run the statements of \`idempotencySchema(${JSON.stringify(tableName)})\` from 'nestjs-pg-idempotency/migrations' (e.g. in a migration of your own)`;
   return `nestjs-pg-idempotency: the database lacks what the idempotency store needs: ${what.join('; ')}. To fix, ${fix}.`;
 }

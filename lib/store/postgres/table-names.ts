@@ -13,6 +13,8 @@ export function tableNames(tableName: string, quote: (name: string) => string = 
     rollup: name('_daily_rollup'),
     /** In-progress conflicts and key-reuse mismatches, per record and audit flush (migration 5). */
     refusals: name('_refusals'),
+    /** Recovery points of `ctx.step()`, per record and step name (migration 6). */
+    steps: name('_steps'),
     /** Reconciliation views (migration 2). */
     views: {
       all: name('_all'),
@@ -23,6 +25,8 @@ export function tableNames(tableName: string, quote: (name: string) => string = 
       /** Refusals per record and day, and per day (migration 5). */
       conflicts: name('_conflicts'),
       conflictsDaily: name('_conflicts_daily'),
+      /** Records that took more than one run or have recovery points (migration 6). */
+      recoveries: name('_recoveries'),
     },
     /** Prefix of index and constraint names: the table name without its schema. */
     prefix: tableName.split('.').pop() as string,
@@ -56,10 +60,19 @@ export const RECORD_COLUMNS = [
 
 /** Per table (by its key in `tableNames()`), the columns the store reads or writes. */
 export const REQUIRED_COLUMNS = {
-  records: [...RECORD_COLUMNS, 'owner_token'],
+  records: [...RECORD_COLUMNS, 'owner_token', 'runs'],
   archive: RECORD_COLUMNS,
   replays: ['id', 'record_id', 'replayed_at', 'expires_at', 'replay_count', 'first_replayed_at'],
   cleanupRuns: ['started_at', 'finished_at', 'deleted', 'batches'],
   rollup: ['day', 'kind', 'endpoint', 'status_code', 'n'],
   refusals: ['record_id', 'kind', 'refusal_count', 'first_refused_at', 'refused_at', 'expires_at'],
+  steps: [
+    'record_id',
+    'name',
+    'result',
+    'result_key_id',
+    'run',
+    'resumed_count',
+    'last_resumed_at',
+  ],
 } as const;

@@ -35,7 +35,9 @@ export class PaymentsController {
   ) {
     // Transactional mode: the payment row commits together with the idempotency record.
     const manager = idem?.manager ?? this.dataSource.manager;
-    const payment = await this.payments.charge(manager, user.id, dto);
+    // `required: true`: there is always a key, so always a context. A re-run after a crash (the
+    // lease ended before the completion) sends the processor the same derived key: no second charge.
+    const payment = await this.payments.charge(manager, user.id, dto, idem!.keyFor('charge'));
     if (payment.status === 'declined') {
       // The decline is a final answer: recorded in the ledger, stored and replayed as this 402.
       // Its body has no `id`, so link the record to the declined payment explicitly.

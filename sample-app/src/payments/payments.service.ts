@@ -18,9 +18,23 @@ export class PaymentsService {
     private readonly dataSource: DataSource,
   ) {}
 
-  /** Authorizes with the processor and records the outcome, approved or declined. */
-  async charge(manager: EntityManager, userId: string, dto: CreatePaymentDto): Promise<Payment> {
-    const result = await this.processor.authorize(dto.source, dto.amount, dto.currency);
+  /**
+   * Authorizes with the processor and records the outcome, approved or declined. `processorKey`
+   * is the processor's idempotency key: the same on every run of one request, so a run repeated
+   * after a crash is not charged twice.
+   */
+  async charge(
+    manager: EntityManager,
+    userId: string,
+    dto: CreatePaymentDto,
+    processorKey: string,
+  ): Promise<Payment> {
+    const result = await this.processor.authorize(
+      processorKey,
+      dto.source,
+      dto.amount,
+      dto.currency,
+    );
     const payment = manager.create(Payment, {
       id: newId('pay'),
       userId,

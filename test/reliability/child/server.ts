@@ -12,7 +12,6 @@
  */
 import 'reflect-metadata';
 import { Controller, Headers, HttpCode, Module, Post } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import { DataSource } from 'typeorm';
 import {
   Idempotent,
@@ -20,6 +19,7 @@ import {
   IdempotencyModule,
   type IdempotencyContext,
 } from '../../../lib/index.js';
+import { serveChildApp } from './serve.js';
 
 const url = process.env.DATABASE_URL;
 if (!url) throw new Error('DATABASE_URL is required');
@@ -72,18 +72,4 @@ class ChargesController {
 })
 class ChildModule {}
 
-async function main(): Promise<void> {
-  // The spec holds our stdin: if its jest worker dies, the pipe closes and we go too.
-  process.stdin.on('end', () => process.exit(0));
-  process.stdin.resume();
-  const app = await NestFactory.create(ChildModule, { logger: ['error', 'warn'] });
-  app.enableShutdownHooks(['SIGTERM']);
-  await app.listen(0, '127.0.0.1');
-  const { port } = app.getHttpServer().address() as { port: number };
-  process.stdout.write(`READY ${JSON.stringify({ port, pid: process.pid })}\n`);
-}
-
-main().catch((error: Error) => {
-  process.stderr.write(`child ${instance} failed to start: ${error.stack ?? error.message}\n`);
-  process.exit(1);
-});
+serveChildApp(ChildModule, instance);

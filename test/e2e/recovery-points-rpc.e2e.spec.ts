@@ -1,0 +1,97 @@
+/** `ctx.keyFor()` and `ctx.step()` on a microservice (TCP) message handler: the same as HTTP. */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Controller, type INestMicroservice, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import {
+  ClientProxyFactory,
+  MessagePattern,
+  Payload,
+  type ClientProxy,
+  Transport,
+} from '@nestjs/microservices';
+import { randomUUID } from 'node:crypto';
+import { firstValueFrom } from 'rxjs';
+import {
+  Idempotent,
+  IdempotencyCtx,
+  IdempotencyModule,
+  type IdempotencyContext,
+} from '../../lib/index.js';
+import { deriveKey, derivedKeySecret } from '../../lib/recovery/derived-key.js';
+import { freePort } from '../fixtures/free-port.js';
+import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+import { endLease, stepsCommitted } from '../fixtures/abandoned-run.js';
+
+const SECRET = 'r'.repeat(32);
+let charges = 0;
+let hold: Promise<void> | undefined;
+
+@Controller()
+class PaymentsHandler {
+  @MessagePattern('payments.charge')
+  @Idempotent()
+  async charge(
+    @Payload() data: { amount: number; idempotencyKey: string },
+    @IdempotencyCtx() idem?: IdempotencyContext,
+  ) {
+    const key = idem!.keyFor('charge');
+    const charge = await idem!.step('charge', () => ({ id: `ch_${++charges}`, key }));
+    const wait = hold;
+    hold = undefined;
+    await wait;
+    return { charge, run: idem!.run, amount: data.amount };
+  }
+}
+
+describe('recovery points on a microservice handler', () => {
+  let db: MigratedDatabase;
+  let server: INestMicroservice;
+  let client: ClientProxy;
+
+  beforeAll(async () => {
+    db = await createMigratedDatabase('recovery_rpc');
+    @Module({
+      imports: [
+        IdempotencyModule.forRoot({
+          dataSource: db.dataSource,
+          derivedKeySecret: SECRET,
+          cleanup: { enabled: false },
+        }),
+      ],
+      controllers: [PaymentsHandler],
+    })
+    class AppModule {}
+    const options = { host: '127.0.0.1', port: await freePort() };
+    server = await NestFactory.createMicroservice(AppModule, {
+      transport: Transport.TCP,
+      options,
+      logger: false,
+    });
+    await server.listen();
+    client = ClientProxyFactory.create({ transport: Transport.TCP, options });
+    await client.connect();
+  });
+  afterAll(async () => {
+    await client?.close();
+    await server?.close();
+    await db?.drop();
+  });
+
+  it('resumes a run abandoned after its step, with the key derived from the scope', async () => {
+    const idempotencyKey = randomUUID();
+    const data = { amount: 5, idempotencyKey };
+    let release!: () => void;
+    hold = new Promise<void>((resolve) => (release = resolve));
+    const abandoned = firstValueFrom(client.send('payments.charge', data)).catch(() => null);
+    await stepsCommitted(db.dataSource, idempotencyKey);
+    await endLease(db.dataSource, idempotencyKey);
+    const before = charges;
+    const resumed = await firstValueFrom(client.send('payments.charge', data));
+    release();
+    await abandoned;
+    const scope = { key: idempotencyKey, endpoint: 'RPC payments.charge', userId: '' };
+    const key = deriveKey(derivedKeySecret(SECRET)!, scope, 'charge');
+    expect(resumed).toEqual({ charge: { id: `ch_${before}`, key }, run: 2, amount: 5 });
+    expect(charges).toBe(before);
+  });
+});
