@@ -2,7 +2,10 @@
 --
 --   psql "$DATABASE_URL" -f node_modules/nestjs-pg-idempotency/sql/reconciliation.sql
 --
--- Each query starts at a `-- name:` line and runs unchanged on its own (no parameters). They read
+-- Each query starts at a `-- name:` line and takes no parameters. All but the last two run
+-- unchanged; the last two (ledger_without_record, records_missing_from_ledger) are TEMPLATES that
+-- read your ledger (a `payments (id, created_at)` table as shipped): edit them first, or `psql -f`
+-- reports `relation "payments" does not exist` for them (the others still run). They read
 -- the views of migrations 2 to 5 (migrations/002_idempotency_audit.sql to
 -- migrations/005_finance_history.sql) under the default table name `idempotency_keys`; for another
 -- `tableName`, replace the prefix. Days are UTC days; "closed" days are those before today (UTC).

@@ -177,9 +177,9 @@ describe('cleanup of a 200 000-row backlog while claims go on', () => {
     expect(result).toMatchObject({
       ran: true,
       deleted: EXPIRED,
-      // 40 full batches and one short one of records, then one (empty) each for archive, replays
-      // and refusals.
-      batches: Math.ceil(EXPIRED / BATCH_SIZE) + 1 + 3,
+      // 40 full batches and one short one of records, then one (empty) each for archive, replays,
+      // refusals and orphaned recovery steps.
+      batches: Math.ceil(EXPIRED / BATCH_SIZE) + 1 + 4,
     });
     expect(await count(`idempotency_key LIKE 'expired-%'`)).toBe(0);
     expect(await count(`idempotency_key LIKE 'live-%' AND status = 'completed'`)).toBe(
