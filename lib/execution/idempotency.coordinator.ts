@@ -7,6 +7,7 @@ import type {
   IdempotencyScope,
   IdempotencyStore,
   IdempotencyTransaction,
+  PeekOutcome,
   StoredResponse,
   TransactionalClaimOutcome,
 } from '../store/idempotency-store.interface.js';
@@ -22,11 +23,19 @@ export interface IdempotentAttempt {
   /** SHA-256 hex of the request (see `fingerprintRequest`). */
   requestHash: string;
   route: IdempotentRoute;
+  /**
+   * A request that only replays (HEAD on a GET route): with a store that can `peek`, read and
+   * never claim; nothing to replay is rejected with `NothingToReplay`.
+   */
+  replayOnly?: boolean;
 }
 
 /** Why a request is refused without running; the transport says it in its own terms. */
 export type RejectCode =
-  typeof ProblemCode.InProgress | typeof ProblemCode.Mismatch | typeof ProblemCode.StoreUnavailable;
+  | typeof ProblemCode.InProgress
+  | typeof ProblemCode.Mismatch
+  | typeof ProblemCode.StoreUnavailable
+  | typeof ProblemCode.NothingToReplay;
 
 /** A completed record's response to answer with; `answered()` it once it reached the caller. */
 export interface Replay {
@@ -79,14 +88,17 @@ export class IdempotencyCoordinator {
     return openTransaction(this.store, { id: '', token: '' }, async () => undefined);
   }
 
-  async decide({ scope, requestHash, route }: IdempotentAttempt): Promise<IdempotencyDecision> {
+  async decide(attempt: IdempotentAttempt): Promise<IdempotencyDecision> {
+    const { scope, requestHash, route } = attempt;
     const cached = this.cachedReplay(scope, requestHash);
     if (cached) {
       const { response, recordId, expiresAt } = cached;
       return { type: 'replay', response, recordId, expiresAt };
     }
     const cacheKey = ReplayCache.scopeKey(scope.userId, scope.endpoint, scope.key);
-    let outcome: ClaimOutcome | TransactionalClaimOutcome;
+    let outcome: ClaimOutcome | TransactionalClaimOutcome | PeekOutcome;
+    // A claim only to release it would refuse a first GET sent at the same time (false 409).
+    const peek = attempt.replayOnly ? this.store.peek?.bind(this.store) : undefined;
     try {
       const request = {
         ...scope,
@@ -94,11 +106,12 @@ export class IdempotencyCoordinator {
         ttlSeconds: route.ttlSeconds,
         leaseSeconds: this.options.leaseSeconds,
       };
-      outcome = await telemetry.claim(scope, () =>
-        route.transactional === 'single'
-          ? claimInTransaction(this.store)(request)
-          : this.store.claim(request),
-      );
+      outcome = await (peek?.(scope, requestHash) ??
+        telemetry.claim(scope, () =>
+          route.transactional === 'single'
+            ? claimInTransaction(this.store)(request)
+            : this.store.claim(request),
+        ));
     } catch (err) {
       this.logger.error(
         `Idempotency store unavailable; refusing ${scope.endpoint}: ${(err as Error).message}`,
@@ -106,6 +119,8 @@ export class IdempotencyCoordinator {
       return { type: 'reject', code: ProblemCode.StoreUnavailable };
     }
     switch (outcome.type) {
+      case 'absent':
+        return { type: 'reject', code: ProblemCode.NothingToReplay };
       case 'in_progress':
       case 'mismatch': {
         // Without a committed record (single-commit), kept as long as such a record would be.

@@ -10,9 +10,10 @@ import { RequestRefusedError } from './request-refused.error.js';
 export class HttpRefusals {
   constructor(private readonly options: ResolvedIdempotencyOptions) {}
 
-  /** The coordinator's refusal: 409 in progress, the mismatch status, or 503 (fail closed). */
+  /** The coordinator's refusal: 409 in progress, the mismatch status, 404 nothing to replay, or 503 (fail closed). */
   reject(res: PlatformResponse, code: RejectCode): IdempotencyProblemException {
     if (code === ProblemCode.Mismatch) return this.problem(res, this.options.mismatchStatus, code);
+    if (code === ProblemCode.NothingToReplay) return this.problem(res, 404, code);
     return this.problem(res, code === ProblemCode.InProgress ? 409 : 503, code, this.retryAfter);
   }
 

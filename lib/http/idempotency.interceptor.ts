@@ -123,7 +123,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
     onlyReplay: boolean,
   ): Promise<RoutedCall> {
     const requestHash = typeof hash === 'string' ? hash : await hash;
-    const decision = await this.coordinator.decide({ scope, requestHash, route });
+    const attempt = { scope, requestHash, route, replayOnly: onlyReplay };
+    const decision = await this.coordinator.decide(attempt);
     switch (decision.type) {
       case 'replay':
         return { result: this.replay(route, res, decision) };
@@ -132,6 +133,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       case 'execute': {
         const { execution } = decision;
         if (onlyReplay) {
+          // A store without `peek` claimed: free the key at once.
           await execution.cancel();
           throw this.refusals.problem(res, 404, ProblemCode.NothingToReplay);
         }

@@ -55,6 +55,12 @@ export type ClaimOutcome =
     };
 
 /**
+ * What `peek` finds, without claiming: what a claim would answer (`completed`, `in_progress`,
+ * `mismatch`), or `absent` where a claim would have been granted (no live record).
+ */
+export type PeekOutcome = Exclude<ClaimOutcome, { type: 'claimed' }> | { type: 'absent' };
+
+/**
  * The outcome of `claimInTransaction`: when claimed, the open transaction the handler writes
  * through and the completion joins; otherwise the store has already ended its transaction.
  */
@@ -177,6 +183,14 @@ export interface IdempotencyStore<TManager = unknown> {
    * completed → `completed` with the response as stored and its remaining life.
    */
   claim(request: ClaimRequest): Promise<ClaimOutcome>;
+  /**
+   * Reads the scope's live record as `claim` would see it, and writes nothing: no claim, no
+   * takeover, no lock anyone else waits for. A record past its `expiresAt` (completed) or its
+   * lease (in progress) is `absent`. For requests that only replay (HEAD on a GET route), so a
+   * first GET sent at the same time is never refused by a claim nobody runs. Optional: without
+   * it, such a request claims and releases at once (a concurrent GET may get a false 409).
+   */
+  peek?(scope: IdempotencyScope, requestHash: string): Promise<PeekOutcome>;
   /**
    * Stores the response and marks the record completed, expiring `ttlSeconds` from now; null
    * when the lease was lost (fenced by token: the record is not in progress under this token).

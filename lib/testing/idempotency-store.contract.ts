@@ -8,7 +8,8 @@ import type {
   Lease,
 } from '../store/idempotency-store.interface.js';
 import { anyOf, assertMatch } from './contract-match.js';
-import { recoveryPointsContract } from './recovery-points.contract.js';
+import { recoveryPointsContract, type RecoveryPointsFixture } from './recovery-points.contract.js';
+import { peekContract } from './peek.contract.js';
 
 /** What the contract needs of a store under test. */
 export interface StoreContractHarness {
@@ -253,7 +254,7 @@ export function idempotencyStoreContract(
       assertMatch(await h.store.claim(req), { type: 'completed', recordId: l.id });
     });
 
-    recoveryPointsContract(it, {
+    const fixture: RecoveryPointsFixture = {
       store: () => h.store,
       advance: (seconds) => h.advance(seconds),
       request,
@@ -261,7 +262,9 @@ export function idempotencyStoreContract(
       hash,
       leaseSeconds: LEASE,
       ttlSeconds: TTL,
-    });
+    };
+    recoveryPointsContract(it, fixture);
+    peekContract(it, fixture);
 
     it('cleans up records past expiry plus retention, never a live one', async () => {
       const expired = request({ ttlSeconds: 60 });

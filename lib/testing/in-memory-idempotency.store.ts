@@ -5,8 +5,10 @@ import type {
   CleanupResult,
   CompletedRecord,
   Completion,
+  IdempotencyScope,
   IdempotencyStore,
   Lease,
+  PeekOutcome,
   ReplayEvent,
   StoredResponse,
 } from '../store/idempotency-store.interface.js';
@@ -69,9 +71,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
     const scope = JSON.stringify([req.key, req.endpoint, req.userId]);
     const now = this.now();
     const found = this.records.get(scope);
-    const stale =
-      found && (found.status === 'completed' ? found.expiresAt : found.lockedUntil) <= now;
-    if (!found || stale) {
+    if (!found || this.stale(found, now)) {
       const resumes = found?.status === 'in_progress' && found.requestHash === req.requestHash;
       const record: MemoryRecord = {
         id: randomUUID(),
@@ -92,8 +92,20 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
       const lease = { id: record.id, token: record.token, claimed, run: record.runs };
       return { type: 'claimed', lease };
     }
-    if (found.requestHash !== req.requestHash) return { type: 'mismatch' };
-    if (found.status === 'in_progress' || !found.response) return { type: 'in_progress' };
+    return this.existing(found, req.requestHash, now);
+  }
+
+  async peek(scope: IdempotencyScope, requestHash: string): Promise<PeekOutcome> {
+    const now = this.now();
+    const found = this.records.get(JSON.stringify([scope.key, scope.endpoint, scope.userId]));
+    if (!found || this.stale(found, now)) return { type: 'absent' };
+    return this.existing(found, requestHash, now);
+  }
+
+  /** What a live record answers a claim (or a peek) of `requestHash`. */
+  private existing(found: MemoryRecord, requestHash: string, now: number) {
+    if (found.requestHash !== requestHash) return { type: 'mismatch' } as const;
+    if (found.status === 'in_progress' || !found.response) return { type: 'in_progress' } as const;
     const { body } = found.response;
     return {
       type: 'completed',
@@ -101,7 +113,11 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
       expiresAt: new Date(found.expiresAt),
       secondsLeft: (found.expiresAt - now) / 1000,
       response: { ...found.response, body: body && Buffer.from(body) },
-    };
+    } as const;
+  }
+
+  private stale(found: MemoryRecord, now: number): boolean {
+    return (found.status === 'completed' ? found.expiresAt : found.lockedUntil) <= now;
   }
 
   async complete(lease: Lease, c: Completion): Promise<CompletedRecord | null> {

@@ -122,6 +122,19 @@ describe.each(['express', 'fastify'] as Platform[])(
       expect(runs.get(id)).toBe(1);
     });
 
+    it('a HEAD sent with the first GET never makes that GET a false 409: HEAD only reads', async () => {
+      const trials: string[] = [];
+      for (let trial = 0; trial < 20; trial++) {
+        const id = randomUUID();
+        const key = randomUUID();
+        const [head, get] = await Promise.all([call('HEAD', id, key), call('GET', id, key)]);
+        // The HEAD saw nothing yet, the GET running, or its record: never a run of its own.
+        expect([404, 409, 200]).toContain(head.status);
+        trials.push(`GET ${get.status}, ran ${runs.get(id) ?? 0}`);
+      }
+      expect(trials).toEqual(Array(20).fill('GET 200, ran 1'));
+    });
+
     it('a HEAD without a key is not idempotent, like a GET without one', async () => {
       const id = randomUUID();
       const head = await call('HEAD', id);

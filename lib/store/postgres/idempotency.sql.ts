@@ -76,6 +76,11 @@ ${existingColumns('k', 'lock.locked')}
       name: `idem_existing_${suffix}`,
       text: existing,
     },
+    /** A replay-only request's read: the live row alone, nothing written and no lock taken. */
+    peek: {
+      name: `idem_peek_${suffix}`,
+      text: `${existing} AND NOT (${staleExpr('k')})`,
+    },
     /**
      * Atomic takeover of a stale row: only one of many concurrent callers matches. The old record
      * moves to the archive first (audit), and the new operation gets a new id. A row locked by a

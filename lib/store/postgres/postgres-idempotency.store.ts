@@ -12,8 +12,10 @@ import type {
   CompletedRecord,
   Completion,
   IdempotencyStore,
+  IdempotencyScope,
   IdempotencyTransaction,
   Lease,
+  PeekOutcome,
   RefusalEvent,
   ReplayEvent,
   TransactionalClaimOutcome,
@@ -218,6 +220,18 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
     throw new Error('nestjs-pg-idempotency: claim did not settle; too much contention on one key');
   }
 
+  /** A plain SELECT: never the scope's advisory lock, which would make a concurrent claim wait. */
+  async peek(scope: IdempotencyScope, requestHash: string): Promise<PeekOutcome> {
+    const { key, endpoint, userId } = scope;
+    const { rows } = await this.pool.query({
+      ...this.sql.peek,
+      values: [key, endpoint, userId, requestHash],
+    });
+    const row = rows[0] as unknown as ExistingRow | undefined;
+    if (!row) return { type: 'absent' };
+    return this.existing(row, { key, endpoint, userId, requestHash });
+  }
+
   /**
    * BEGIN, the scope's advisory lock and the lookup, in one round trip; then the
    * transaction stays open for the handler (claimed), or is rolled back in the background.
@@ -306,7 +320,10 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
   }
 
   /** What a committed, live row of the scope answers: a mismatch, in progress, or its replay. */
-  private existing(row: ExistingRow, claimed: NonNullable<Lease['claimed']>): ClaimOutcome {
+  private existing(
+    row: ExistingRow,
+    claimed: NonNullable<Lease['claimed']>,
+  ): Exclude<ClaimOutcome, { type: 'claimed' }> {
     const refusing = { recordId: row.id, expiresAt: row.expires_at as Date };
     if (!row.same_request) return { type: 'mismatch', ...refusing };
     if (row.status === 'in_progress') return { type: 'in_progress', ...refusing };
