@@ -8,6 +8,9 @@ import type {
   Lease,
 } from '../store/idempotency-store.interface.js';
 import { anyOf, assertMatch } from './contract-match.js';
+import type { StoreContractRunner } from './contract-runner.js';
+
+export type { StoreContractRunner };
 import { recoveryPointsContract, type RecoveryPointsFixture } from './recovery-points.contract.js';
 import { peekContract } from './peek.contract.js';
 
@@ -19,18 +22,6 @@ export interface StoreContractHarness {
   advance(seconds: number): Promise<void>;
   /** Called after each test. */
   close?(): Promise<void>;
-}
-
-/**
- * The test runner's functions the contract uses. jest and vitest (`globals: true`) provide them as
- * globals; otherwise pass them, e.g. `import { describe, it, beforeEach, afterEach } from 'node:test'`.
- * Assertions are `node:assert`'s, so no runner's `expect` is needed.
- */
-export interface StoreContractRunner {
-  describe(name: string, fn: () => void): unknown;
-  it(name: string, fn: () => Promise<void>): unknown;
-  beforeEach(fn: () => Promise<void>): unknown;
-  afterEach(fn: () => Promise<unknown>): unknown;
 }
 
 function globalRunner(): StoreContractRunner {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { ClaimOutcome, Lease } from '../store/idempotency-store.interface.js';
 import { anyOf, assertMatch } from './contract-match.js';
-import type { StoreContractRunner } from './idempotency-store.contract.js';
+import type { StoreContractRunner } from './contract-runner.js';
 import type { RecoveryPointsFixture } from './recovery-points.contract.js';
 
 /** What the `peek` tests get from the store contract: the same as the recovery-point tests. */

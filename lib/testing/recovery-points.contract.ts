@@ -6,7 +6,7 @@ import type {
   IdempotencyStore,
   Lease,
 } from '../store/idempotency-store.interface.js';
-import type { StoreContractRunner } from './idempotency-store.contract.js';
+import type { StoreContractRunner } from './contract-runner.js';
 
 /** What the recovery-point tests get from the store contract. */
 export interface RecoveryPointsFixture {

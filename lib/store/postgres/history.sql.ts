@@ -1,4 +1,4 @@
-import { quoteTable } from './idempotency.sql.js';
+import { quoteTable } from './table-names.js';
 import { tableNames } from './table-names.js';
 
 const utcDay = (column: string) => `(g.${column} AT TIME ZONE 'UTC')::date`;

@@ -1,20 +1,9 @@
 import { createHash } from 'node:crypto';
 import { buildHistoryStatements } from './history.sql.js';
-import { RECORD_COLUMNS, tableNames } from './table-names.js';
+import { RECORD_COLUMNS, quoteTable, tableNames } from './table-names.js';
+
+export { quoteTable };
 import { orphanedStepsCleanup } from './recovery-points.sql.js';
-
-const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$/;
-
-/** `schema.table` → `"schema"."table"`, refusing anything but plain identifiers. */
-export function quoteTable(tableName: string): string {
-  if (!IDENTIFIER.test(tableName)) {
-    throw new Error(`nestjs-pg-idempotency: invalid tableName ${JSON.stringify(tableName)}`);
-  }
-  return tableName
-    .split('.')
-    .map((part) => `"${part}"`)
-    .join('.');
-}
 
 /** A row is stale (free to take over) when completed past its TTL, or in progress past its lease. */
 export const staleExpr = (alias: string) =>

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { quoteTable } from './idempotency.sql.js';
+import { quoteTable } from './table-names.js';
 import { tableNames } from './table-names.js';
 
 /** The statements of `ctx.step()`: both fenced by the claim's token, like every write of a run. */

@@ -1,3 +1,16 @@
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$/;
+
+/** `schema.table` → `"schema"."table"`, refusing anything but plain identifiers. */
+export function quoteTable(tableName: string): string {
+  if (!IDENTIFIER.test(tableName)) {
+    throw new Error(`nestjs-pg-idempotency: invalid tableName ${JSON.stringify(tableName)}`);
+  }
+  return tableName
+    .split('.')
+    .map((part) => `"${part}"`)
+    .join('.');
+}
+
 /**
  * Every name derived from the records table, and the columns the store's statements use: the
  * one place the library (statements, schema check) and the migrations take them from.
