@@ -2,10 +2,8 @@ import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { IDEMPOTENCY_STORE } from './idempotency.constants.js';
 import { IDEMPOTENCY_RESOLVED_OPTIONS } from './idempotency-internal.constants.js';
-import {
-  type ResolvedIdempotencyOptions,
-  resolveIdempotencyOptions,
-} from './idempotency.defaults.js';
+import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
+import { resolveIdempotencyOptions } from './idempotency-options.resolve.js';
 import { IdempotencyInterceptor } from './http/idempotency.interceptor.js';
 import { IdempotencyInterceptorOrder } from './http/idempotency-interceptor.order.js';
 import {
@@ -19,7 +17,7 @@ import { ReplayAuditService } from './execution/replay-audit.service.js';
 import { ReplayCache } from './execution/replay-cache.js';
 import { CompletionRetryShutdown } from './execution/completion-retry.js';
 import { invalidatedReplayCache } from './execution/replay-cache.invalidation.js';
-import type { IdempotencyStore } from './store/idempotency-store.interface.js';
+import type { IdempotencyStore } from './interfaces/idempotency-store.interface.js';
 import { PreEncodingCapture } from './http/pre-encoding-capture.js';
 import { SchemaCheckService } from './store/postgres/schema-check.service.js';
 import { TransactionalRoutesCheck } from './store/transactional-routes.check.js';

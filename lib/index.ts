@@ -17,7 +17,7 @@ export {
 } from './idempotency.constants.js';
 export { IdempotencyGraphQLError } from './transports/value-problem.js';
 export { IDEMPOTENCY_DEFAULTS } from './idempotency.defaults.js';
-export { defaultUserId } from './http/request-scope.js';
+export { defaultUserId } from './idempotency.defaults.js';
 export {
   IdempotencyProblemException,
   PROBLEM_CONTENT_TYPE,
@@ -25,4 +25,4 @@ export {
 } from './idempotency.problems.js';
 export type * from './interfaces/idempotency-module-options.interface.js';
 export type * from './interfaces/idempotent-options.interface.js';
-export type * from './store/idempotency-store.interface.js';
+export type * from './interfaces/idempotency-store.interface.js';

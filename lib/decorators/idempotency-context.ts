@@ -1,6 +1,6 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import type { IdempotencyScope } from '../store/idempotency-store.interface.js';
+import type { IdempotencyScope } from '../interfaces/idempotency-store.interface.js';
 import type { RecoveryPoints } from '../recovery/recovery-points.js';
 
 const CONTEXT = Symbol('nestjs-pg-idempotency:context');

@@ -10,7 +10,7 @@ import type {
   PeekOutcome,
   StoredResponse,
   TransactionalClaimOutcome,
-} from '../store/idempotency-store.interface.js';
+} from '../interfaces/idempotency-store.interface.js';
 import { claimInTransaction, openTransaction } from '../store/transactional-routes.check.js';
 import { IdempotentExecution } from './idempotent.execution.js';
 import type { ReplayAuditService } from './replay-audit.service.js';

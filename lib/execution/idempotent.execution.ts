@@ -19,7 +19,7 @@ import type {
   IdempotencyTransaction,
   Lease,
   StoredResponse,
-} from '../store/idempotency-store.interface.js';
+} from '../interfaces/idempotency-store.interface.js';
 import { trackSettlement } from './handler-settlement.js';
 import {
   type Completing,

@@ -27,7 +27,10 @@ import {
   routeEndpoint,
 } from './http-adapter.utils.js';
 import type { IdempotencyRequest } from '../interfaces/idempotency-module-options.interface.js';
-import type { IdempotencyScope, IdempotencyStore } from '../store/idempotency-store.interface.js';
+import type {
+  IdempotencyScope,
+  IdempotencyStore,
+} from '../interfaces/idempotency-store.interface.js';
 import { RequestScope } from './request-scope.js';
 import { replayOnly, scopeMethod } from './head-requests.js';
 import { ReplayAuditService } from '../execution/replay-audit.service.js';

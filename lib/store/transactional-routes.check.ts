@@ -6,7 +6,7 @@ import type {
   IdempotencyStore,
   IdempotencyTransaction,
   Lease,
-} from './idempotency-store.interface.js';
+} from '../interfaces/idempotency-store.interface.js';
 import { smallPoolWarning } from './postgres/single-commit-pool.check.js';
 
 function unsupported(store: IdempotencyStore, where: string, single = false): Error {

@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import { lastValueFrom, Observable, of } from 'rxjs';
 import type { DataSource } from 'typeorm';
 import { ProblemCode } from '../../lib/idempotency.constants.js';
-import { resolveIdempotencyOptions } from '../../lib/idempotency.defaults.js';
+import { resolveIdempotencyOptions } from '../../lib/idempotency-options.resolve.js';
 import { IdempotencyCoordinator } from '../../lib/execution/idempotency.coordinator.js';
 import { captureValue, encodeValue } from '../../lib/transports/value-capture.js';
 
@@ -16,7 +16,7 @@ import type {
   CompletedRecord,
   Completion,
   IdempotencyStore,
-} from '../../lib/store/idempotency-store.interface.js';
+} from '../../lib/interfaces/idempotency-store.interface.js';
 
 /** An in-process store: the coordinator's decisions only, no storage semantics under test. */
 class FakeStore implements Partial<IdempotencyStore> {

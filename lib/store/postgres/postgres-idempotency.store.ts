@@ -3,7 +3,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { IDEMPOTENCY_DEFAULTS } from '../../idempotency.defaults.js';
 import { runCleanup } from './postgres-cleanup.js';
 import { buildStatements, type IdempotencyStatements } from './idempotency.sql.js';
-import type { ResponseCipher } from '../response-cipher.js';
+import type { ResponseCipher } from '../../response-cipher.js';
 import { StoredResponseCodec, type StoredRow } from './stored-response.codec.js';
 import type {
   ClaimOutcome,
@@ -19,7 +19,7 @@ import type {
   RefusalEvent,
   ReplayEvent,
   TransactionalClaimOutcome,
-} from '../idempotency-store.interface.js';
+} from '../../interfaces/idempotency-store.interface.js';
 import { scopeLockKey } from './scope-lock.js';
 import { underContention } from './claim-contention.js';
 import { buildSingleCommitStatements, type SingleCommitStatements } from './single-commit.sql.js';

@@ -4,7 +4,7 @@ import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../../idempotency-internal.constan
 import type { ResolvedIdempotencyOptions } from '../../idempotency.defaults.js';
 import { quoteTable } from './idempotency.sql.js';
 import { REQUIRED_COLUMNS, tableNames } from './table-names.js';
-import type { IdempotencyStore } from '../idempotency-store.interface.js';
+import type { IdempotencyStore } from '../../interfaces/idempotency-store.interface.js';
 import { DeadlinePool, type Pool } from './pg-deadline.js';
 import { PostgresIdempotencyStore } from './postgres-idempotency.store.js';
 import { topologyProblems } from './topology-check.js';

@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
-import type { IdempotencyTransaction } from '../idempotency-store.interface.js';
+import type { IdempotencyTransaction } from '../../interfaces/idempotency-store.interface.js';
 import { type PoolClient, type QueryConfig, type QueryResult, queryWithin } from './pg-deadline.js';
 import { pipelineWithin } from './pg-pipeline.js';
 import {
