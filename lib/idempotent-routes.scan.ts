@@ -1,8 +1,8 @@
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
 import { RequestMethod } from '@nestjs/common';
 import { MetadataScanner, type ModulesContainer } from '@nestjs/core';
-import { IDEMPOTENT_METADATA } from '../idempotency-internal.constants.js';
-import type { IdempotentOptions } from '../interfaces/idempotent-options.interface.js';
+import { IDEMPOTENT_METADATA } from './idempotency-internal.constants.js';
+import type { IdempotentOptions } from './interfaces/idempotent-options.interface.js';
 
 /** One controller route under `@Idempotent()` (on its method or its controller), for start-up checks. */
 export interface IdempotentRouteRef {

@@ -5,11 +5,11 @@ import type { DataSource } from 'typeorm';
 import { ProblemCode } from '../../lib/idempotency.constants.js';
 import { resolveIdempotencyOptions } from '../../lib/idempotency-options.resolve.js';
 import { IdempotencyCoordinator } from '../../lib/execution/idempotency.coordinator.js';
-import { captureValue, encodeValue } from '../../lib/transports/value-capture.js';
+import { captureValue, encodeValue } from '../../lib/transports/value/value-capture.js';
 
 const encode = (value: unknown) => encodeValue(value, 1_000_000);
 import { ReplayCache } from '../../lib/execution/replay-cache.js';
-import type { IdempotentRoute } from '../../lib/http/idempotent-route.resolver.js';
+import type { IdempotentRoute } from '../../lib/execution/idempotent-route.resolver.js';
 import type {
   ClaimOutcome,
   ClaimRequest,

@@ -9,7 +9,7 @@ import { ProblemCode } from '../../lib/idempotency.constants.js';
 import { resolveIdempotencyOptions } from '../../lib/idempotency-options.resolve.js';
 import { IdempotencyCoordinator } from '../../lib/execution/idempotency.coordinator.js';
 import { ReplayCache } from '../../lib/execution/replay-cache.js';
-import type { IdempotentRoute } from '../../lib/http/idempotent-route.resolver.js';
+import type { IdempotentRoute } from '../../lib/execution/idempotent-route.resolver.js';
 import { InMemoryIdempotencyStore } from '../../lib/testing/index.js';
 
 const route: IdempotentRoute = {

@@ -1,10 +1,10 @@
-import { ProblemCode } from '../idempotency.constants.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
-import { IdempotencyProblemException, type ProblemOptions } from '../idempotency.problems.js';
-import type { RejectCode } from '../execution/idempotency.coordinator.js';
-import { type PlatformResponse, rawResponse } from './http-adapter.utils.js';
+import { ProblemCode } from '../../idempotency.constants.js';
+import type { ResolvedIdempotencyOptions } from '../../idempotency.defaults.js';
+import { IdempotencyProblemException, type ProblemOptions } from '../../idempotency.problems.js';
+import type { RejectCode } from '../../execution/idempotency.coordinator.js';
+import { type PlatformResponse, rawResponse } from '../../request/http-adapter.utils.js';
 import { setProblemHeadersOnRender } from './problem-headers.js';
-import { RequestRefusedError } from './request-refused.error.js';
+import { RequestRefusedError } from '../../request/request-refused.error.js';
 
 /** Refusals as RFC 9457 problem responses, with their headers set on the response. */
 export class HttpRefusals {
