@@ -3,6 +3,7 @@ import { of, tap } from 'rxjs';
 import { afterDecision, type RoutedCall } from '../../execution/routed-call.js';
 import { ProblemCode } from '../../idempotency.constants.js';
 import { contextCarrier } from '../../request/context-carrier.js';
+import { rejectStatus } from '../../request/reject-status.js';
 import type { ResolvedIdempotencyOptions } from '../../idempotency.defaults.js';
 import type { ProblemOptions } from '../../idempotency.problems.js';
 import type {
@@ -139,10 +140,8 @@ export class ValueIdempotency {
   }
 
   private reject(type: ValueType, code: RejectCode): Promise<Error> {
-    if (code === ProblemCode.Mismatch) {
-      return valueProblem(type, this.options.mismatchStatus, code);
-    }
-    const retry = { extensions: { retry_after: this.options.retryAfterSeconds } };
-    return valueProblem(type, code === ProblemCode.InProgress ? 409 : 503, code, retry);
+    const { status, retry } = rejectStatus(code, this.options.mismatchStatus);
+    const options = { extensions: { retry_after: this.options.retryAfterSeconds } };
+    return valueProblem(type, status, code, retry ? options : {});
   }
 }
