@@ -135,6 +135,11 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
     return this.steps.save(lease, name, result);
   }
 
+  /** @internal The store's deadline-bound pool, shared with the start-up schema check. */
+  get deadlinePool(): DeadlinePool {
+    return this.pool;
+  }
+
   private master(): Pool {
     return (this.dataSource.driver as unknown as { master: Pool }).master;
   }
