@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ResponseCipher } from '../lib/store/response-cipher.js';
+import { ResponseCipher } from '../lib/response-cipher.js';
 
 /**
  * Cost of `encryption` per stored response (`npm run bench:build && node dist-bench/bench/cipher.js`):

@@ -1,5 +1,5 @@
 import { closestName } from './closest-name.js';
-import { describeValue } from './idempotency.defaults.js';
+import { describeValue } from './describe-value.js';
 import type {
   IdempotencyCleanupOptions,
   IdempotencyEncryptionOptions,

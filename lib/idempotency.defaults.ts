@@ -1,13 +1,7 @@
-import { validateCronExpression } from 'cron';
 import type { DataSource } from 'typeorm';
-import { quoteTable } from './store/postgres/idempotency.sql.js';
-import type { ReplayCacheLimits } from './execution/replay-cache.js';
-import { ResponseCipher } from './store/response-cipher.js';
-import { derivedKeySecret } from './recovery/derived-key.js';
+import type { ResponseCipher } from './response-cipher.js';
 import type { KeyObject } from 'node:crypto';
-import { checkIdempotencyOptions } from './idempotency-options.check.js';
-import { defaultUserId } from './http/request-scope.js';
-import type { IdempotencyStore } from './store/idempotency-store.interface.js';
+import type { IdempotencyStore } from './interfaces/idempotency-store.interface.js';
 import type {
   IdempotencyModuleOptions,
   IdempotencyRequest,
@@ -16,6 +10,14 @@ import type {
 
 /** Cleanup keeps its run log at least this long (30 days), or `retentionSeconds` if longer. */
 export const CLEANUP_RUNS_MIN_RETENTION_SECONDS = 30 * 86_400;
+
+/**
+ * The default `getUserId`: `id`, or what JWT guards put there: the payload itself (`sub`) or
+ * passport-jwt's `{ userId }`. Exported so an app's own `getUserId` can fall back to it.
+ * @example getUserId: (req) => req.headers['x-tenant-id'] ?? defaultUserId(req)
+ */
+export const defaultUserId = (req: IdempotencyRequest): string | number | bigint | undefined =>
+  req.user?.id ?? req.user?.sub ?? req.user?.userId;
 
 /** Every default of the library, in one place. */
 export const IDEMPOTENCY_DEFAULTS = {
@@ -70,6 +72,12 @@ export const IDEMPOTENCY_DEFAULTS = {
  */
 export const COMPLETION_RETRY = { firstDelayMs: 100, maxDelayMs: 5_000 };
 
+export interface ReplayCacheLimits {
+  maxEntries: number;
+  maxBytes: number;
+  ttlSeconds: number;
+}
+
 export interface ResolvedIdempotencyOptions extends Required<
   Omit<
     IdempotencyModuleOptions,
@@ -94,107 +102,4 @@ export interface ResolvedIdempotencyOptions extends Required<
   encryption: ResponseCipher | null;
   /** Null when `ctx.keyFor()` is unavailable. */
   derivedKeySecret: KeyObject | null;
-}
-
-/** `-1`, `NaN`, `string "3600"`: what was passed, with its type when it is not a number. */
-export function describeValue(value: unknown): string {
-  if (typeof value === 'number') return String(value);
-  let shown: string;
-  try {
-    shown = JSON.stringify(value) ?? String(value);
-  } catch {
-    shown = String(value);
-  }
-  return `${value === null ? 'null' : typeof value} ${shown}`;
-}
-
-function positive(name: string, value: number, min = Number.MIN_VALUE): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min) {
-    const what = min === 0 ? 'a non-negative number' : 'a positive number';
-    throw new Error(`nestjs-pg-idempotency: ${name} must be ${what}, got ${describeValue(value)}`);
-  }
-  return value;
-}
-
-/** A bad expression would otherwise crash bootstrap later with the cron package's bare error. */
-function cronExpression(name: string, value: string): string {
-  const check =
-    typeof value === 'string'
-      ? validateCronExpression(value)
-      : { valid: false, error: new Error('not a string') };
-  if (!check.valid) {
-    throw new Error(
-      `nestjs-pg-idempotency: ${name} must be a cron expression (e.g. '0 */10 * * * *'), got ${describeValue(value)}: ${check.error?.message}`,
-    );
-  }
-  return value;
-}
-
-/** Merges user options over the defaults once, and rejects settings that cannot work. */
-export function resolveIdempotencyOptions(
-  options: IdempotencyModuleOptions,
-): ResolvedIdempotencyOptions {
-  checkIdempotencyOptions(options);
-  if (!options?.dataSource && !options?.store) {
-    throw new Error(
-      'nestjs-pg-idempotency: the `dataSource` option is required (or a `store` in place of the PostgreSQL one)',
-    );
-  }
-  const d = IDEMPOTENCY_DEFAULTS;
-  const tableName = options.tableName ?? d.tableName;
-  quoteTable(tableName);
-  const resolved: ResolvedIdempotencyOptions = {
-    dataSource: options.dataSource,
-    store: options.store ?? null,
-    ttlSeconds: positive('ttlSeconds', options.ttlSeconds ?? d.ttlSeconds),
-    headerName: (options.headerName ?? d.headerName).toLowerCase(),
-    leaseSeconds: positive('leaseSeconds', options.leaseSeconds ?? d.leaseSeconds),
-    maxHoldSeconds: positive('maxHoldSeconds', options.maxHoldSeconds ?? d.maxHoldSeconds),
-    retryAfterSeconds: positive(
-      'retryAfterSeconds',
-      options.retryAfterSeconds ?? d.retryAfterSeconds,
-    ),
-    replayHeaders: new Set(
-      (options.replayHeaders ?? d.replayHeaders)
-        .map((h) => h.toLowerCase())
-        .filter((h) => h !== 'set-cookie'),
-    ),
-    maxResponseBytes: positive('maxResponseBytes', options.maxResponseBytes ?? d.maxResponseBytes),
-    mismatchStatus: options.mismatchStatus ?? d.mismatchStatus,
-    tableName,
-    replayAudit: options.replayAudit ?? d.replayAudit,
-    replayAuditFlushMs: positive(
-      'replayAuditFlushMs',
-      options.replayAuditFlushMs ?? d.replayAuditFlushMs,
-    ),
-    replayAuditMaxBuffered: positive(
-      'replayAuditMaxBuffered',
-      options.replayAuditMaxBuffered ?? d.replayAuditMaxBuffered,
-      1,
-    ),
-    statementTimeoutMs: positive(
-      'statementTimeoutMs',
-      options.statementTimeoutMs ?? d.statementTimeoutMs,
-      1,
-    ),
-    preparedStatements: options.preparedStatements ?? d.preparedStatements,
-    singleCommitMaxSeconds: positive(
-      'singleCommitMaxSeconds',
-      options.singleCommitMaxSeconds ?? d.singleCommitMaxSeconds,
-    ),
-    getUserId: options.getUserId ?? d.getUserId,
-    fingerprint: options.fingerprint ?? d.fingerprint,
-    getRpcKey: options.getRpcKey ?? d.getRpcKey,
-    getRpcUserId: options.getRpcUserId ?? d.getRpcUserId,
-    storeIf: options.storeIf ?? d.storeIf,
-    cleanup: { ...d.cleanup, ...options.cleanup },
-    replayCache:
-      options.replayCache === false ? false : { ...d.replayCache, ...options.replayCache },
-    encryption: options.encryption === undefined ? null : new ResponseCipher(options.encryption),
-    derivedKeySecret: derivedKeySecret(options.derivedKeySecret),
-  };
-  positive('cleanup.batchSize', resolved.cleanup.batchSize);
-  positive('cleanup.retentionSeconds', resolved.cleanup.retentionSeconds, 0);
-  cronExpression('cleanup.cron', resolved.cleanup.cron);
-  return resolved;
 }

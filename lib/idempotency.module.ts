@@ -2,12 +2,10 @@ import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { IDEMPOTENCY_STORE } from './idempotency.constants.js';
 import { IDEMPOTENCY_RESOLVED_OPTIONS } from './idempotency-internal.constants.js';
-import {
-  type ResolvedIdempotencyOptions,
-  resolveIdempotencyOptions,
-} from './idempotency.defaults.js';
-import { IdempotencyInterceptor } from './http/idempotency.interceptor.js';
-import { IdempotencyInterceptorOrder } from './http/idempotency-interceptor.order.js';
+import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
+import { resolveIdempotencyOptions } from './idempotency-options.resolve.js';
+import { IdempotencyInterceptor } from './transports/idempotency.interceptor.js';
+import { IdempotencyInterceptorOrder } from './transports/idempotency-interceptor.order.js';
 import {
   ConfigurableIdempotencyModule,
   IDEMPOTENCY_MODULE_OPTIONS,
@@ -19,11 +17,11 @@ import { ReplayAuditService } from './execution/replay-audit.service.js';
 import { ReplayCache } from './execution/replay-cache.js';
 import { CompletionRetryShutdown } from './execution/completion-retry.js';
 import { invalidatedReplayCache } from './execution/replay-cache.invalidation.js';
-import type { IdempotencyStore } from './store/idempotency-store.interface.js';
-import { PreEncodingCapture } from './http/pre-encoding-capture.js';
+import type { IdempotencyStore } from './interfaces/idempotency-store.interface.js';
+import { PreEncodingCapture } from './transports/http/pre-encoding-capture.js';
 import { SchemaCheckService } from './store/postgres/schema-check.service.js';
-import { TransactionalRoutesCheck } from './store/transactional-routes.check.js';
-import { SseRoutesCheck } from './http/sse-routes.check.js';
+import { TransactionalRoutesCheck } from './execution/transactional-routes.check.js';
+import { SseRoutesCheck } from './transports/http/sse-routes.check.js';
 import { loadTelemetryApi } from './telemetry/idempotency.telemetry.js';
 
 const initializedHere = new WeakSet<DataSource>();

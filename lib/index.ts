@@ -1,11 +1,8 @@
 // The public API. Everything else under lib/ is internal and may change in any release.
 export { IdempotencyModule } from './idempotency.module.js';
 export { Idempotent } from './decorators/idempotent.decorator.js';
-export {
-  IdempotencyContext,
-  IdempotencyCtx,
-  getIdempotencyContext,
-} from './decorators/idempotency-context.js';
+export { IdempotencyContext, getIdempotencyContext } from './execution/idempotency-context.js';
+export { IdempotencyCtx } from './decorators/idempotency-ctx.decorator.js';
 export { IdempotencyCleanupService } from './store/idempotency-cleanup.service.js';
 export { PostgresIdempotencyStore } from './store/postgres/postgres-idempotency.store.js';
 export { TransactionAbortedError } from './store/transaction-aborted.error.js';
@@ -15,9 +12,9 @@ export {
   CLEANUP_JOB_NAME,
   ProblemCode,
 } from './idempotency.constants.js';
-export { IdempotencyGraphQLError } from './transports/value-problem.js';
+export { IdempotencyGraphQLError } from './transports/value/value-problem.js';
 export { IDEMPOTENCY_DEFAULTS } from './idempotency.defaults.js';
-export { defaultUserId } from './http/request-scope.js';
+export { defaultUserId } from './idempotency.defaults.js';
 export {
   IdempotencyProblemException,
   PROBLEM_CONTENT_TYPE,
@@ -25,4 +22,4 @@ export {
 } from './idempotency.problems.js';
 export type * from './interfaces/idempotency-module-options.interface.js';
 export type * from './interfaces/idempotent-options.interface.js';
-export type * from './store/idempotency-store.interface.js';
+export type * from './interfaces/idempotency-store.interface.js';

@@ -1,6 +1,6 @@
 import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
 import { IDEMPOTENT_METADATA } from '../idempotency-internal.constants.js';
-import { IdempotencyInterceptor } from '../http/idempotency.interceptor.js';
+import { IdempotencyInterceptor } from '../transports/idempotency.interceptor.js';
 import type { IdempotentOptions } from '../interfaces/idempotent-options.interface.js';
 import { checkIdempotentOptions } from './idempotent-options.check.js';
 

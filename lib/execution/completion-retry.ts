@@ -6,7 +6,7 @@ import type {
   Completion,
   IdempotencyStore,
   Lease,
-} from '../store/idempotency-store.interface.js';
+} from '../interfaces/idempotency-store.interface.js';
 
 /** The background retries still running, per store: stopped when its module is destroyed. */
 const running = new WeakMap<IdempotencyStore, Set<CompletionRetry>>();

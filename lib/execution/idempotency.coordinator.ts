@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import { ProblemCode } from '../idempotency.constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
-import type { IdempotentRoute } from '../http/idempotent-route.resolver.js';
+import type { IdempotentRoute } from './idempotent-route.resolver.js';
 import type {
   ClaimOutcome,
   IdempotencyScope,
@@ -10,8 +10,8 @@ import type {
   PeekOutcome,
   StoredResponse,
   TransactionalClaimOutcome,
-} from '../store/idempotency-store.interface.js';
-import { claimInTransaction, openTransaction } from '../store/transactional-routes.check.js';
+} from '../interfaces/idempotency-store.interface.js';
+import { claimInTransaction, openTransaction } from './transactional-routes.check.js';
 import { IdempotentExecution } from './idempotent.execution.js';
 import type { ReplayAuditService } from './replay-audit.service.js';
 import { ReplayCache } from './replay-cache.js';

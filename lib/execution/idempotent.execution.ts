@@ -10,8 +10,8 @@ import {
   attachIdempotencyContext,
   checkTransactionId,
   IdempotencyContext,
-} from '../decorators/idempotency-context.js';
-import type { IdempotentRoute } from '../http/idempotent-route.resolver.js';
+} from './idempotency-context.js';
+import type { IdempotentRoute } from './idempotent-route.resolver.js';
 import type {
   CompletedRecord,
   IdempotencyScope,
@@ -19,7 +19,7 @@ import type {
   IdempotencyTransaction,
   Lease,
   StoredResponse,
-} from '../store/idempotency-store.interface.js';
+} from '../interfaces/idempotency-store.interface.js';
 import { trackSettlement } from './handler-settlement.js';
 import {
   type Completing,
@@ -31,7 +31,7 @@ import { commitOutcomeUnknown } from './commit-outcome.js';
 import type { OutcomeCapture, UncapturableReason, WireResponse } from './handler-outcome.js';
 import { completeUntilStored, fallbackCompletions } from './completion-retry.js';
 import { LeaseHeartbeat } from './lease-heartbeat.js';
-import { openTransaction } from '../store/transactional-routes.check.js';
+import { openTransaction } from './transactional-routes.check.js';
 import { TransactionAbortedError } from '../store/transaction-aborted.error.js';
 import { telemetry } from '../telemetry/idempotency.telemetry.js';
 import { RecoveryPoints } from '../recovery/recovery-points.js';

@@ -1,6 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
-import type { IdempotencyStore, Lease } from '../store/idempotency-store.interface.js';
+import type { IdempotencyStore, Lease } from '../interfaces/idempotency-store.interface.js';
 
 /**
  * Renews a claim's lease every third of it while its handler runs, up to `maxHoldSeconds`.

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ProblemCode } from '../idempotency.constants.js';
 import { IdempotencyProblemException, PROBLEM_CONTENT_TYPE } from '../idempotency.problems.js';
-import type { Completion } from '../store/idempotency-store.interface.js';
+import type { Completion } from '../interfaces/idempotency-store.interface.js';
 import type { WireResponse } from './handler-outcome.js';
 import { jsonBody } from './json-body.js';
 

@@ -12,7 +12,7 @@ import type {
   IdempotencyStore,
   RefusalEvent,
   ReplayEvent,
-} from '../store/idempotency-store.interface.js';
+} from '../interfaces/idempotency-store.interface.js';
 import { telemetry } from '../telemetry/idempotency.telemetry.js';
 
 /** What is audited of a request answered from a record: its replay, or why it was refused. */

@@ -1,7 +1,8 @@
 import { Logger } from '@nestjs/common';
-import type { IdempotencyStore } from '../store/idempotency-store.interface.js';
+import type { IdempotencyStore } from '../interfaces/idempotency-store.interface.js';
 import type { ServerChange } from '../store/postgres/server-identity.js';
-import { ReplayCache, type ReplayCacheLimits } from './replay-cache.js';
+import { ReplayCache } from './replay-cache.js';
+import type { ReplayCacheLimits } from '../idempotency.defaults.js';
 
 /**
  * The module's replay cache, dropped whenever the store reports that its server may have

@@ -1,4 +1,5 @@
-import type { StoredResponse } from '../store/idempotency-store.interface.js';
+import type { ReplayCacheLimits } from '../idempotency.defaults.js';
+import type { StoredResponse } from '../interfaces/idempotency-store.interface.js';
 
 interface Entry {
   requestHash: string;
@@ -11,12 +12,6 @@ interface Entry {
    */
   deadline: number;
   bytes: number;
-}
-
-export interface ReplayCacheLimits {
-  maxEntries: number;
-  maxBytes: number;
-  ttlSeconds: number;
 }
 
 /**

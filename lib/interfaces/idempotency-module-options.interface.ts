@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import type { IdempotencyStore } from '../store/idempotency-store.interface.js';
+import type { IdempotencyStore } from './idempotency-store.interface.js';
 
 /** Anything the platform hands to handlers as the request (Express or Fastify). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -1,5 +1,5 @@
 import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
-import type { IdempotencyScope } from '../store/idempotency-store.interface.js';
+import type { IdempotencyScope } from '../interfaces/idempotency-store.interface.js';
 
 /** Shorter secrets could be guessed offline from derived keys seen downstream. */
 export const MIN_DERIVED_KEY_SECRET_BYTES = 32;

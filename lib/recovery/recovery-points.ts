@@ -3,7 +3,7 @@ import type {
   IdempotencyScope,
   IdempotencyStore,
   Lease,
-} from '../store/idempotency-store.interface.js';
+} from '../interfaces/idempotency-store.interface.js';
 import { checkStepName, deriveKey } from './derived-key.js';
 
 const fail = (message: string): never => {

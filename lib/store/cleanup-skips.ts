@@ -1,4 +1,4 @@
-import type { CleanupResult } from './idempotency-store.interface.js';
+import type { CleanupResult } from '../interfaces/idempotency-store.interface.js';
 
 /** Skipped runs in a row, with nobody cleaning meanwhile, before a warning. */
 export const SKIPPED_RUNS_BEFORE_WARNING = 3;

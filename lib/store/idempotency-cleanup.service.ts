@@ -11,7 +11,7 @@ import type { CronJob } from 'cron';
 import { CLEANUP_JOB_NAME, IDEMPOTENCY_STORE } from '../idempotency.constants.js';
 import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../idempotency-internal.constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
-import type { CleanupResult, IdempotencyStore } from './idempotency-store.interface.js';
+import type { CleanupResult, IdempotencyStore } from '../interfaces/idempotency-store.interface.js';
 import { CleanupSkips } from './cleanup-skips.js';
 import {
   loadOptionalSchedule,

@@ -5,7 +5,7 @@ import type {
   CleanupResult,
   IdempotencyScope,
   Lease,
-} from '../store/idempotency-store.interface.js';
+} from '../interfaces/idempotency-store.interface.js';
 import { api, instruments, SCOPE } from './idempotency.instruments.js';
 
 export { loadTelemetryApi } from './idempotency.instruments.js';

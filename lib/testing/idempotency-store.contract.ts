@@ -6,7 +6,7 @@ import type {
   Completion,
   IdempotencyStore,
   Lease,
-} from '../store/idempotency-store.interface.js';
+} from '../interfaces/idempotency-store.interface.js';
 import { anyOf, assertMatch } from './contract-match.js';
 import type { StoreContractRunner } from './contract-runner.js';
 

@@ -11,7 +11,7 @@ import type {
   PeekOutcome,
   ReplayEvent,
   StoredResponse,
-} from '../store/idempotency-store.interface.js';
+} from '../interfaces/idempotency-store.interface.js';
 
 /** A replay row as the store keeps it: the event, stamped with the store's clock. */
 export interface RecordedReplay extends ReplayEvent {

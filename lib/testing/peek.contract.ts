@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { ClaimOutcome, Lease } from '../store/idempotency-store.interface.js';
+import type { ClaimOutcome, Lease } from '../interfaces/idempotency-store.interface.js';
 import { anyOf, assertMatch } from './contract-match.js';
 import type { StoreContractRunner } from './contract-runner.js';
 import type { RecoveryPointsFixture } from './recovery-points.contract.js';

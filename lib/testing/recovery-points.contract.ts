@@ -5,7 +5,7 @@ import type {
   Completion,
   IdempotencyStore,
   Lease,
-} from '../store/idempotency-store.interface.js';
+} from '../interfaces/idempotency-store.interface.js';
 import type { StoreContractRunner } from './contract-runner.js';
 
 /** What the recovery-point tests get from the store contract. */

@@ -5,7 +5,7 @@ import { send } from '../fixtures/http-client.js';
 import { listenApp } from '../fixtures/listen.js';
 import { startFixtureApp, type FixtureApp } from '../fixtures/payments.fixture.js';
 import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../../lib/idempotency-internal.constants.js';
-import { IdempotencyInterceptor } from '../../lib/http/idempotency.interceptor.js';
+import { IdempotencyInterceptor } from '../../lib/transports/idempotency.interceptor.js';
 import { Controller, Module, Post } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
-import { parseIdempotencyKey } from '../../lib/http/idempotency-key.parser.js';
+import { parseIdempotencyKey } from '../../lib/request/idempotency-key.parser.js';
 import { fingerprintRequest } from '../../lib/execution/request-fingerprint.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send } from '../fixtures/http-client.js';

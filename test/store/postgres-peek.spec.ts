@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { PostgresIdempotencyStore } from '../../lib/index.js';
-import { ResponseCipher } from '../../lib/store/response-cipher.js';
+import { ResponseCipher } from '../../lib/response-cipher.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 
 let db: MigratedDatabase;

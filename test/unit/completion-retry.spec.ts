@@ -4,7 +4,7 @@ import {
   CompletionRetryShutdown,
   fallbackCompletions,
 } from '../../lib/execution/completion-retry.js';
-import type { Completion, Lease } from '../../lib/store/idempotency-store.interface.js';
+import type { Completion, Lease } from '../../lib/interfaces/idempotency-store.interface.js';
 import { InMemoryIdempotencyStore } from '../../lib/testing/index.js';
 
 const completion: Completion = {

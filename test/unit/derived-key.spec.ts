@@ -3,7 +3,7 @@ import { IdempotencyContext } from '../../lib/index.js';
 import { deriveKey, derivedKeySecret } from '../../lib/recovery/derived-key.js';
 import { RecoveryPoints } from '../../lib/recovery/recovery-points.js';
 import { InMemoryIdempotencyStore } from '../../lib/testing/index.js';
-import type { IdempotencyScope } from '../../lib/store/idempotency-store.interface.js';
+import type { IdempotencyScope } from '../../lib/interfaces/idempotency-store.interface.js';
 
 const secret = derivedKeySecret('s'.repeat(32))!;
 const scope: IdempotencyScope = { key: 'key-1', endpoint: 'POST /charges', userId: 'u1' };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { buildSchema, type FieldNode, type FragmentDefinitionNode, Kind, parse } from 'graphql';
-import { graphqlAccepts, type FieldInfo } from '../../lib/transports/graphql-acceptance.js';
+import { graphqlAccepts, type FieldInfo } from '../../lib/transports/value/graphql-acceptance.js';
 
 const schema = buildSchema(`
   enum State { OK, DECLINED }

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import {
   InvalidIdempotencyKeyError,
   parseIdempotencyKey,
-} from '../../lib/http/idempotency-key.parser.js';
+} from '../../lib/request/idempotency-key.parser.js';
 
 const parse = (...values: string[]) =>
   parseIdempotencyKey(

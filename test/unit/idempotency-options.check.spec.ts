@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { DataSource } from 'typeorm';
-import { resolveIdempotencyOptions } from '../../lib/idempotency.defaults.js';
+import { resolveIdempotencyOptions } from '../../lib/idempotency-options.resolve.js';
 import type { IdempotencyModuleOptions } from '../../lib/interfaces/idempotency-module-options.interface.js';
 
 const dataSource = { options: { type: 'postgres' } } as unknown as DataSource;

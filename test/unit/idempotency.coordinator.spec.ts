@@ -3,20 +3,20 @@ import { Logger } from '@nestjs/common';
 import { lastValueFrom, Observable, of } from 'rxjs';
 import type { DataSource } from 'typeorm';
 import { ProblemCode } from '../../lib/idempotency.constants.js';
-import { resolveIdempotencyOptions } from '../../lib/idempotency.defaults.js';
+import { resolveIdempotencyOptions } from '../../lib/idempotency-options.resolve.js';
 import { IdempotencyCoordinator } from '../../lib/execution/idempotency.coordinator.js';
-import { captureValue, encodeValue } from '../../lib/transports/value-capture.js';
+import { captureValue, encodeValue } from '../../lib/transports/value/value-capture.js';
 
 const encode = (value: unknown) => encodeValue(value, 1_000_000);
 import { ReplayCache } from '../../lib/execution/replay-cache.js';
-import type { IdempotentRoute } from '../../lib/http/idempotent-route.resolver.js';
+import type { IdempotentRoute } from '../../lib/execution/idempotent-route.resolver.js';
 import type {
   ClaimOutcome,
   ClaimRequest,
   CompletedRecord,
   Completion,
   IdempotencyStore,
-} from '../../lib/store/idempotency-store.interface.js';
+} from '../../lib/interfaces/idempotency-store.interface.js';
 
 /** An in-process store: the coordinator's decisions only, no storage semantics under test. */
 class FakeStore implements Partial<IdempotencyStore> {

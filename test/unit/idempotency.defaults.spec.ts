@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { BadRequestException, HttpException } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { IDEMPOTENCY_DEFAULTS, resolveIdempotencyOptions } from '../../lib/idempotency.defaults.js';
+import { IDEMPOTENCY_DEFAULTS } from '../../lib/idempotency.defaults.js';
+import { resolveIdempotencyOptions } from '../../lib/idempotency-options.resolve.js';
 import { InMemoryIdempotencyStore } from '../../lib/testing/index.js';
 
 const dataSource = { options: { type: 'postgres' } } as unknown as DataSource;

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { LeaseHeartbeat } from '../../lib/execution/lease-heartbeat.js';
-import type { IdempotencyStore } from '../../lib/store/idempotency-store.interface.js';
+import type { IdempotencyStore } from '../../lib/interfaces/idempotency-store.interface.js';
 
 const lease = { id: 'r1', token: 't1' };
 

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import type { DataSource } from 'typeorm';
-import { resolveIdempotencyOptions } from '../../lib/idempotency.defaults.js';
+import { resolveIdempotencyOptions } from '../../lib/idempotency-options.resolve.js';
 import { ReplayAuditService } from '../../lib/execution/replay-audit.service.js';
 import { InMemoryIdempotencyStore } from '../../lib/testing/in-memory-idempotency.store.js';
-import type { RefusalEvent } from '../../lib/store/idempotency-store.interface.js';
+import type { RefusalEvent } from '../../lib/interfaces/idempotency-store.interface.js';
 
 const EXPIRES = new Date('2030-01-01T00:00:00Z');
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
-import { resolveIdempotencyOptions } from '../../lib/idempotency.defaults.js';
+import { resolveIdempotencyOptions } from '../../lib/idempotency-options.resolve.js';
 import { ReplayAuditService } from '../../lib/execution/replay-audit.service.js';
 import { InMemoryIdempotencyStore } from '../../lib/testing/in-memory-idempotency.store.js';
 import type { DataSource } from 'typeorm';

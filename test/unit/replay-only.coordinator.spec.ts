@@ -6,10 +6,10 @@ import { describe, expect, it, jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { ProblemCode } from '../../lib/idempotency.constants.js';
-import { resolveIdempotencyOptions } from '../../lib/idempotency.defaults.js';
+import { resolveIdempotencyOptions } from '../../lib/idempotency-options.resolve.js';
 import { IdempotencyCoordinator } from '../../lib/execution/idempotency.coordinator.js';
 import { ReplayCache } from '../../lib/execution/replay-cache.js';
-import type { IdempotentRoute } from '../../lib/http/idempotent-route.resolver.js';
+import type { IdempotentRoute } from '../../lib/execution/idempotent-route.resolver.js';
 import { InMemoryIdempotencyStore } from '../../lib/testing/index.js';
 
 const route: IdempotentRoute = {

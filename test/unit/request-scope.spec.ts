@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import type { Logger } from '@nestjs/common';
 import { IDEMPOTENCY_DEFAULTS } from '../../lib/idempotency.defaults.js';
-import { RequestRefusedError } from '../../lib/http/request-refused.error.js';
-import { normalizeUserId, RequestScope } from '../../lib/http/request-scope.js';
+import { RequestRefusedError } from '../../lib/request/request-refused.error.js';
+import { normalizeUserId, RequestScope } from '../../lib/request/request-scope.js';
 import { defaultUserId } from '../../lib/index.js';
 
 const { getUserId } = IDEMPOTENCY_DEFAULTS;

@@ -3,9 +3,9 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RequestRefusedError } from '../../lib/http/request-refused.error.js';
-import { requestTarget } from '../../lib/http/request-target.js';
-import { uploadedFiles } from '../../lib/http/uploaded-files.js';
+import { RequestRefusedError } from '../../lib/request/request-refused.error.js';
+import { requestTarget } from '../../lib/request/request-target.js';
+import { uploadedFiles } from '../../lib/request/uploaded-files.js';
 
 const express = (o: { params?: object; query?: object; file?: object; files?: unknown } = {}) => ({
   method: 'POST',

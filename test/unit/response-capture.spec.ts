@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { createServer, request, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { holdResponse, type WireResponse } from '../../lib/http/response-capture.js';
+import { holdResponse, type WireResponse } from '../../lib/transports/http/response-capture.js';
 
 const allow = new Set(['content-type']);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

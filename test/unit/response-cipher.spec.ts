@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { inspect } from 'node:util';
-import { ResponseCipher, ResponseDecryptionError } from '../../lib/store/response-cipher.js';
+import { ResponseCipher, ResponseDecryptionError } from '../../lib/response-cipher.js';
 
 const keyA = randomBytes(32);
 const keyB = randomBytes(32);

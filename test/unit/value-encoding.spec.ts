@@ -4,8 +4,8 @@ import {
   plainJson,
   UnencodableValueError,
   ValueTooLargeError,
-} from '../../lib/transports/json-value.js';
-import { encodeValue } from '../../lib/transports/value-capture.js';
+} from '../../lib/transports/value/json-value.js';
+import { encodeValue } from '../../lib/transports/value/value-capture.js';
 
 describe('plainJson: a returned value as JSON would write it, bounded', () => {
   it('matches JSON.stringify on what JSON can hold; a shared (acyclic) object is fine', () => {

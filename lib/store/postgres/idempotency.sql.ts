@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
 import { buildHistoryStatements } from './history.sql.js';
-import { RECORD_COLUMNS, quoteTable, tableNames } from './table-names.js';
+import { RECORD_COLUMNS, quoteTable, tableNames, statementSuffix } from './table-names.js';
 
 export { quoteTable };
 import { orphanedStepsCleanup } from './recovery-points.sql.js';
@@ -29,7 +28,7 @@ export function existingColumns(k: string, locked = 'true'): string {
 export function buildStatements(tableName: string) {
   const { records: t, archive, replays, cleanupRuns, steps } = tableNames(tableName, quoteTable);
   const recordColumns = RECORD_COLUMNS.join(', ');
-  const suffix = createHash('sha1').update(tableName).digest('hex').slice(0, 8);
+  const suffix = statementSuffix(tableName);
   const history = buildHistoryStatements(tableName, suffix);
   const existing = `${existingColumns('k')}
   FROM ${t} k

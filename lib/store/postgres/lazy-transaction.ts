@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
-import type { IdempotencyTransaction } from '../idempotency-store.interface.js';
+import type { IdempotencyTransaction } from '../../interfaces/idempotency-store.interface.js';
 
 /**
  * A QueryRunner whose connection and transaction start on its first use, so a transactional

@@ -1,5 +1,5 @@
 import { CLEANUP_RUNS_MIN_RETENTION_SECONDS } from '../../idempotency.defaults.js';
-import type { CleanupResult } from '../idempotency-store.interface.js';
+import type { CleanupResult } from '../../interfaces/idempotency-store.interface.js';
 import type { IdempotencyStatements } from './idempotency.sql.js';
 import { type DeadlinePool, queryWithin } from './pg-deadline.js';
 

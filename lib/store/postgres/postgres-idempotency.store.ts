@@ -3,7 +3,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { IDEMPOTENCY_DEFAULTS } from '../../idempotency.defaults.js';
 import { runCleanup } from './postgres-cleanup.js';
 import { buildStatements, type IdempotencyStatements } from './idempotency.sql.js';
-import type { ResponseCipher } from '../response-cipher.js';
+import type { ResponseCipher } from '../../response-cipher.js';
 import { StoredResponseCodec, type StoredRow } from './stored-response.codec.js';
 import type {
   ClaimOutcome,
@@ -19,7 +19,7 @@ import type {
   RefusalEvent,
   ReplayEvent,
   TransactionalClaimOutcome,
-} from '../idempotency-store.interface.js';
+} from '../../interfaces/idempotency-store.interface.js';
 import { scopeLockKey } from './scope-lock.js';
 import { underContention } from './claim-contention.js';
 import { buildSingleCommitStatements, type SingleCommitStatements } from './single-commit.sql.js';
@@ -133,6 +133,11 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
 
   saveStep(lease: Lease, name: string, result: string): Promise<boolean> {
     return this.steps.save(lease, name, result);
+  }
+
+  /** @internal The store's deadline-bound pool, shared with the start-up schema check. */
+  get deadlinePool(): DeadlinePool {
+    return this.pool;
   }
 
   private master(): Pool {

@@ -1,5 +1,5 @@
-import type { Lease } from '../idempotency-store.interface.js';
-import { ResponseCipher } from '../response-cipher.js';
+import type { Lease } from '../../interfaces/idempotency-store.interface.js';
+import { ResponseCipher } from '../../response-cipher.js';
 import type { RecoveryPointStatements } from './recovery-points.sql.js';
 import type { QueryConfig } from './pg-deadline.js';
 

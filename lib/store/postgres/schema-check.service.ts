@@ -4,8 +4,7 @@ import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../../idempotency-internal.constan
 import type { ResolvedIdempotencyOptions } from '../../idempotency.defaults.js';
 import { quoteTable } from './idempotency.sql.js';
 import { REQUIRED_COLUMNS, tableNames } from './table-names.js';
-import type { IdempotencyStore } from '../idempotency-store.interface.js';
-import { DeadlinePool, type Pool } from './pg-deadline.js';
+import type { IdempotencyStore } from '../../interfaces/idempotency-store.interface.js';
 import { PostgresIdempotencyStore } from './postgres-idempotency.store.js';
 import { topologyProblems } from './topology-check.js';
 import type { ClientFactory } from './transaction-pooler.probe.js';
@@ -49,10 +48,7 @@ export class SchemaCheckService implements OnApplicationBootstrap {
         cols.push(column);
       }
     }
-    const pool = new DeadlinePool(
-      () => (dataSource.driver as unknown as { master: Pool }).master,
-      this.options.statementTimeoutMs,
-    );
+    const pool = this.store.deadlinePool;
     let missing: { rel: string; col: string; table_exists: boolean }[];
     let problems: string[] = [];
     try {

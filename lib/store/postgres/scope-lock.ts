@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { IdempotencyScope } from '../idempotency-store.interface.js';
+import type { IdempotencyScope } from '../../interfaces/idempotency-store.interface.js';
 
 /**
  * The bigint of a scope's advisory lock (`pg_try_advisory_xact_lock`), as a decimal string bind

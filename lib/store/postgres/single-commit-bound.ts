@@ -1,6 +1,16 @@
 import { TransactionAbortedError } from '../transaction-aborted.error.js';
 import { type PoolClient, queryWithin } from './pg-deadline.js';
-import type { SingleCommitLimits } from './single-commit-transaction.js';
+
+export interface SingleCommitLimits {
+  /** Deadline of each statement. */
+  timeoutMs: number;
+  /** Past this, the transaction is aborted (see `watchSingleCommit`). */
+  maxSeconds: number;
+  /** Ends the backend of a connection busy with the handler's statement. */
+  terminate(pid: number): Promise<unknown>;
+  /** Runs once, when the transaction ended, whichever way, and its connection went back. */
+  onEnd(): void;
+}
 
 /** Why a single-commit transaction was aborted: its time bound, or its connection's failure. */
 export type AbortCause = 'bound' | Error;

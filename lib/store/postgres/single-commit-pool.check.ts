@@ -1,4 +1,4 @@
-import type { IdempotencyStore } from '../idempotency-store.interface.js';
+import type { IdempotencyStore } from '../../interfaces/idempotency-store.interface.js';
 import { PostgresIdempotencyStore } from './postgres-idempotency.store.js';
 import { poolMax } from './single-commit-slots.js';
 

@@ -1,8 +1,9 @@
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
-import type { IdempotencyTransaction } from '../idempotency-store.interface.js';
+import type { IdempotencyTransaction } from '../../interfaces/idempotency-store.interface.js';
 import { type PoolClient, type QueryConfig, type QueryResult, queryWithin } from './pg-deadline.js';
 import { pipelineWithin } from './pg-pipeline.js';
 import {
+  type SingleCommitLimits,
   abortedError,
   abortTransaction,
   reportingSessionLoss,
@@ -20,17 +21,6 @@ export interface SingleCommit {
    * committed meanwhile), the transaction then rolled back. Throws on any other failure.
    */
   commitWith(config: QueryConfig): Promise<QueryResult | null>;
-}
-
-export interface SingleCommitLimits {
-  /** Deadline of each statement. */
-  timeoutMs: number;
-  /** Past this, the transaction is aborted (see `watchSingleCommit`). */
-  maxSeconds: number;
-  /** Ends the backend of a connection busy with the handler's statement. */
-  terminate(pid: number): Promise<unknown>;
-  /** Runs once, when the transaction ended, whichever way, and its connection went back. */
-  onEnd(): void;
 }
 
 /**

@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
 import { existingColumns, quoteTable } from './idempotency.sql.js';
-import { tableNames } from './table-names.js';
+import { tableNames, statementSuffix } from './table-names.js';
 
 /**
  * The statements of a single-commit transaction (`transactional: 'single'`), besides BEGIN and
@@ -9,7 +8,7 @@ import { tableNames } from './table-names.js';
  */
 export function buildSingleCommitStatements(tableName: string) {
   const { records: t } = tableNames(tableName, quoteTable);
-  const suffix = createHash('sha1').update(tableName).digest('hex').slice(0, 8);
+  const suffix = statementSuffix(tableName);
   return {
     /**
      * The scope's advisory lock, in its own statement before the lookup: the lookup's snapshot

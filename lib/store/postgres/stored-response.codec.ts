@@ -1,6 +1,10 @@
 import { Logger } from '@nestjs/common';
-import type { Completion, Lease, StoredResponse } from '../idempotency-store.interface.js';
-import { ResponseCipher } from '../response-cipher.js';
+import type {
+  Completion,
+  Lease,
+  StoredResponse,
+} from '../../interfaces/idempotency-store.interface.js';
+import { ResponseCipher } from '../../response-cipher.js';
 import { jsonCopy } from './json-copy.js';
 
 /** The response columns of a completed row, as the claim statement returns them. */

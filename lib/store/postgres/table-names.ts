@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$/;
 
 /** `schema.table` → `"schema"."table"`, refusing anything but plain identifiers. */
@@ -89,3 +90,8 @@ export const REQUIRED_COLUMNS = {
     'last_resumed_at',
   ],
 } as const;
+
+/** Suffix of the prepared statements' names: one table's statements never collide with another's. */
+export function statementSuffix(tableName: string): string {
+  return createHash('sha1').update(tableName).digest('hex').slice(0, 8);
+}

@@ -1,7 +1,7 @@
 import { SSE_METADATA } from '@nestjs/common/constants.js';
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { ModulesContainer } from '@nestjs/core';
-import { idempotentRoutes } from './idempotent-routes.scan.js';
+import { idempotentRoutes } from '../../idempotent-routes.scan.js';
 
 /**
  * Fails start-up when an `@Sse()` route is `@Idempotent()`: the event stream's `200` and headers

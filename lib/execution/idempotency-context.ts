@@ -1,6 +1,5 @@
-import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import type { IdempotencyScope } from '../store/idempotency-store.interface.js';
+import type { IdempotencyScope } from '../interfaces/idempotency-store.interface.js';
 import type { RecoveryPoints } from '../recovery/recovery-points.js';
 
 const CONTEXT = Symbol('nestjs-pg-idempotency:context');
@@ -100,30 +99,3 @@ export function attachIdempotencyContext(req: object, ctx: IdempotencyContext<un
 export function getIdempotencyContext(req: object): IdempotencyContext | undefined {
   return (req as Record<symbol, IdempotencyContext | undefined>)[CONTEXT];
 }
-
-/**
- * What a call's context hangs on: the HTTP request; for GraphQL the field's `info` (the request
- * is shared by every field of an operation); for RPC the per-message transport context.
- */
-export function contextCarrier(ctx: ExecutionContext): object {
-  const type = ctx.getType<string>();
-  if (type === 'http') return ctx.switchToHttp().getRequest();
-  const carrier: unknown = ctx.getArgByIndex(type === 'graphql' ? 3 : 1);
-  return typeof carrier === 'object' && carrier !== null ? carrier : ctx.getArgs();
-}
-
-/**
- * Parameter decorator: the handler's `IdempotencyContext` (undefined without a key, except on a
- * transactional GraphQL resolver or RPC handler: a context with key `''` whose `manager` is a plain
- * transaction, committed when the handler returns; nothing is recorded).
- * @example
- * \@Post() @Idempotent()
- * charge(@Body() dto: ChargeDto, @IdempotencyCtx() idem?: IdempotencyContext) {
- *   const charge = this.payments.charge(dto);
- *   idem?.setTransactionId(charge.id);
- *   return charge;
- * }
- */
-export const IdempotencyCtx = createParamDecorator((_: unknown, ctx: ExecutionContext) =>
-  getIdempotencyContext(contextCarrier(ctx)),
-);

@@ -1,7 +1,8 @@
-import { INTERCEPTORS_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
+import { INTERCEPTORS_METADATA } from '@nestjs/common/constants.js';
 import { Injectable } from '@nestjs/common';
-import { MetadataScanner, ModulesContainer } from '@nestjs/core';
+import { ModulesContainer } from '@nestjs/core';
 import { IDEMPOTENT_METADATA } from '../idempotency-internal.constants.js';
+import { controllerRoutes } from '../idempotent-routes.scan.js';
 import { IdempotencyInterceptor } from './idempotency.interceptor.js';
 
 const isIdempotency = (i: unknown) =>
@@ -18,17 +19,11 @@ const isIdempotency = (i: unknown) =>
 @Injectable()
 export class IdempotencyInterceptorOrder {
   constructor(modules: ModulesContainer) {
-    const scanner = new MetadataScanner();
-    for (const moduleRef of modules.values()) {
-      for (const wrapper of moduleRef.controllers.values()) {
-        const cls = wrapper.metatype as (new (...args: never[]) => object) | null;
-        if (typeof cls === 'function') innermost(cls, scanner);
-      }
-    }
+    for (const { cls, routes } of controllerRoutes(modules)) innermost(cls, routes);
   }
 }
 
-function innermost(cls: new (...args: never[]) => object, scanner: MetadataScanner): void {
+function innermost(cls: object, routes: { handler: object }[]): void {
   const onClass: unknown[] = Reflect.getMetadata(INTERCEPTORS_METADATA, cls) ?? [];
   const classIdempotent =
     onClass.some(isIdempotency) || Reflect.getMetadata(IDEMPOTENT_METADATA, cls) !== undefined;
@@ -39,10 +34,7 @@ function innermost(cls: new (...args: never[]) => object, scanner: MetadataScann
       cls,
     );
   }
-  const proto = cls.prototype as Record<string, unknown>;
-  for (const name of scanner.getAllMethodNames(proto)) {
-    const method = proto[name] as object;
-    if (Reflect.getMetadata(PATH_METADATA, method) === undefined) continue;
+  for (const { handler: method } of routes) {
     const onMethod: unknown[] = Reflect.getMetadata(INTERCEPTORS_METADATA, method) ?? [];
     const idempotency = onMethod.find(isIdempotency) ?? (classIdempotent && IdempotencyInterceptor);
     if (!idempotency) continue;

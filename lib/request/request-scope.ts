@@ -4,6 +4,7 @@ import type { IdempotencyRequest } from '../interfaces/idempotency-module-option
 import { fingerprintRequest } from '../execution/request-fingerprint.js';
 import { RequestRefusedError } from './request-refused.error.js';
 import { requestTarget } from './request-target.js';
+import { defaultUserId } from '../idempotency.defaults.js';
 
 /** Longest user id accepted, in characters (Unicode code points), like the key. */
 export const MAX_USER_ID_LENGTH = 255;
@@ -15,14 +16,6 @@ const invalid = (message: string) => new RequestRefusedError(400, ProblemCode.Us
 // NUL cannot be stored in text at all; other control characters (C0, DEL, C1) make ids that print
 // alike, and a lone UTF-16 surrogate would be rewritten to U+FFFD on the way to PostgreSQL.
 const UNSTORABLE = /[\p{Cc}\p{Cs}]/u;
-
-/**
- * The default `getUserId`: `id`, or what JWT guards put there: the payload itself (`sub`) or
- * passport-jwt's `{ userId }`. Exported so an app's own `getUserId` can fall back to it.
- * @example getUserId: (req) => req.headers['x-tenant-id'] ?? defaultUserId(req)
- */
-export const defaultUserId = (req: IdempotencyRequest): string | number | bigint | undefined =>
-  req.user?.id ?? req.user?.sub ?? req.user?.userId;
 
 /**
  * Turns what `getUserId` returned into the stored `user_id`. Nothing (`null`/`undefined`) is

@@ -1,10 +1,11 @@
-import { ProblemCode } from '../idempotency.constants.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
-import { IdempotencyProblemException, type ProblemOptions } from '../idempotency.problems.js';
-import type { RejectCode } from '../execution/idempotency.coordinator.js';
-import { type PlatformResponse, rawResponse } from './http-adapter.utils.js';
+import { ProblemCode } from '../../idempotency.constants.js';
+import type { ResolvedIdempotencyOptions } from '../../idempotency.defaults.js';
+import { IdempotencyProblemException, type ProblemOptions } from '../../idempotency.problems.js';
+import type { RejectCode } from '../../execution/idempotency.coordinator.js';
+import { type PlatformResponse, rawResponse } from '../../request/http-adapter.utils.js';
 import { setProblemHeadersOnRender } from './problem-headers.js';
-import { RequestRefusedError } from './request-refused.error.js';
+import { RequestRefusedError } from '../../request/request-refused.error.js';
+import { rejectStatus } from '../../request/reject-status.js';
 
 /** Refusals as RFC 9457 problem responses, with their headers set on the response. */
 export class HttpRefusals {
@@ -12,9 +13,8 @@ export class HttpRefusals {
 
   /** The coordinator's refusal: 409 in progress, the mismatch status, 404 nothing to replay, or 503 (fail closed). */
   reject(res: PlatformResponse, code: RejectCode): IdempotencyProblemException {
-    if (code === ProblemCode.Mismatch) return this.problem(res, this.options.mismatchStatus, code);
-    if (code === ProblemCode.NothingToReplay) return this.problem(res, 404, code);
-    return this.problem(res, code === ProblemCode.InProgress ? 409 : 503, code, this.retryAfter);
+    const { status, retry } = rejectStatus(code, this.options.mismatchStatus);
+    return this.problem(res, status, code, retry ? this.retryAfter : {});
   }
 
   /**

@@ -3,8 +3,8 @@ import {
   type OutcomeCapture,
   uncapturable,
   type WireResponse,
-} from '../execution/handler-outcome.js';
-import { canonicalJson } from '../execution/request-fingerprint.js';
+} from '../../execution/handler-outcome.js';
+import { canonicalJson } from '../../execution/request-fingerprint.js';
 import { EncodeBudget, plainJson, UnencodableValueError } from './json-value.js';
 
 /** A value's stored form: JSON text, as if it had been an HTTP 200 JSON response. */

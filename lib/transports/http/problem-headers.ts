@@ -1,5 +1,8 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { PROBLEM_CONTENT_TYPE, type IdempotencyProblemException } from '../idempotency.problems.js';
+import {
+  PROBLEM_CONTENT_TYPE,
+  type IdempotencyProblemException,
+} from '../../idempotency.problems.js';
 
 /**
  * Gives the problem its headers (`application/problem+json`, `Retry-After`) when, and only when,

@@ -1,6 +1,6 @@
 import { RequestMethod, type ExecutionContext } from '@nestjs/common';
 import { METHOD_METADATA } from '@nestjs/common/constants.js';
-import type { IdempotencyRequest } from '../interfaces/idempotency-module-options.interface.js';
+import type { IdempotencyRequest } from '../../interfaces/idempotency-module-options.interface.js';
 
 /**
  * The method a request is scoped and fingerprinted as. Express and Fastify send HEAD to a GET

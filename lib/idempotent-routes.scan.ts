@@ -1,8 +1,8 @@
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
 import { RequestMethod } from '@nestjs/common';
 import { MetadataScanner, type ModulesContainer } from '@nestjs/core';
-import { IDEMPOTENT_METADATA } from '../idempotency-internal.constants.js';
-import type { IdempotentOptions } from '../interfaces/idempotent-options.interface.js';
+import { IDEMPOTENT_METADATA } from './idempotency-internal.constants.js';
+import type { IdempotentOptions } from './interfaces/idempotent-options.interface.js';
 
 /** One controller route under `@Idempotent()` (on its method or its controller), for start-up checks. */
 export interface IdempotentRouteRef {
@@ -32,25 +32,40 @@ function declaredRoute(cls: object, handler: object): string {
   return `${method} /${path}`;
 }
 
-/** Every route of every controller the app has, with `@Idempotent()` in effect. */
-export function idempotentRoutes(modules: ModulesContainer): IdempotentRouteRef[] {
+type Controller = new (...args: never[]) => object;
+
+/** Every controller of the app with its route handlers (methods with a path), by method name. */
+export function controllerRoutes(
+  modules: ModulesContainer,
+): { cls: Controller; routes: { name: string; handler: object }[] }[] {
   const scanner = new MetadataScanner();
-  const routes: IdempotentRouteRef[] = [];
+  const controllers: { cls: Controller; routes: { name: string; handler: object }[] }[] = [];
   for (const moduleRef of modules.values()) {
     for (const wrapper of moduleRef.controllers.values()) {
-      const cls = wrapper.metatype as (new (...args: never[]) => object) | null;
+      const cls = wrapper.metatype as Controller | null;
       if (typeof cls !== 'function') continue;
       const proto = cls.prototype as Record<string, object>;
-      for (const name of scanner.getAllMethodNames(proto)) {
-        const handler = proto[name];
-        if (Reflect.getMetadata(PATH_METADATA, handler) === undefined) continue;
-        const onClass = read(cls);
-        const onMethod = read(handler);
-        if (!onClass && !onMethod) continue;
-        const options = { ...onClass, ...onMethod };
-        const route = declaredRoute(cls, handler);
-        routes.push({ handler, options, name: `${cls.name}.${name}`, route });
-      }
+      const routes = scanner
+        .getAllMethodNames(proto)
+        .map((name) => ({ name, handler: proto[name] }))
+        .filter(({ handler }) => Reflect.getMetadata(PATH_METADATA, handler) !== undefined);
+      controllers.push({ cls, routes });
+    }
+  }
+  return controllers;
+}
+
+/** Every route of every controller the app has, with `@Idempotent()` in effect. */
+export function idempotentRoutes(modules: ModulesContainer): IdempotentRouteRef[] {
+  const routes: IdempotentRouteRef[] = [];
+  for (const { cls, routes: handlers } of controllerRoutes(modules)) {
+    for (const { name, handler } of handlers) {
+      const onClass = read(cls);
+      const onMethod = read(handler);
+      if (!onClass && !onMethod) continue;
+      const options = { ...onClass, ...onMethod };
+      const route = declaredRoute(cls, handler);
+      routes.push({ handler, options, name: `${cls.name}.${name}`, route });
     }
   }
   return routes;

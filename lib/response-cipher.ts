@@ -5,7 +5,7 @@ import {
   type KeyObject,
   randomBytes,
 } from 'node:crypto';
-import type { IdempotencyEncryptionOptions } from '../interfaces/idempotency-module-options.interface.js';
+import type { IdempotencyEncryptionOptions } from './interfaces/idempotency-module-options.interface.js';
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;

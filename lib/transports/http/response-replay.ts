@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
-import type { StoredResponse } from '../store/idempotency-store.interface.js';
-import type { PlatformResponse } from './http-adapter.utils.js';
+import type { StoredResponse } from '../../interfaces/idempotency-store.interface.js';
+import type { PlatformResponse } from '../../request/http-adapter.utils.js';
 import { BODY_HEADERS } from './response-patch.js';
 
 /**

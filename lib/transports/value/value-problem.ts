@@ -1,9 +1,9 @@
-import type { ProblemCode } from '../idempotency.constants.js';
+import type { ProblemCode } from '../../idempotency.constants.js';
 import {
   type IdempotencyProblem,
   IdempotencyProblemException,
   type ProblemOptions,
-} from '../idempotency.problems.js';
+} from '../../idempotency.problems.js';
 
 /**
  * A refusal on a GraphQL resolver. GraphQL copies an error's `extensions` into the response's

@@ -1,13 +1,13 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { ModulesContainer } from '@nestjs/core';
 import { IDEMPOTENCY_STORE } from '../idempotency.constants.js';
-import { idempotentRoutes } from '../http/idempotent-routes.scan.js';
+import { idempotentRoutes } from '../idempotent-routes.scan.js';
 import type {
   IdempotencyStore,
   IdempotencyTransaction,
   Lease,
-} from './idempotency-store.interface.js';
-import { smallPoolWarning } from './postgres/single-commit-pool.check.js';
+} from '../interfaces/idempotency-store.interface.js';
+import { smallPoolWarning } from '../store/postgres/single-commit-pool.check.js';
 
 function unsupported(store: IdempotencyStore, where: string, single = false): Error {
   const [mode, method] = single

@@ -1,21 +1,25 @@
 import type { CallHandler, ExecutionContext, Logger } from '@nestjs/common';
 import { of, tap } from 'rxjs';
-import { afterDecision, type RoutedCall } from '../execution/routed-call.js';
-import { ProblemCode } from '../idempotency.constants.js';
-import { contextCarrier } from '../decorators/idempotency-context.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
-import type { ProblemOptions } from '../idempotency.problems.js';
-import type { IdempotencyCoordinator, RejectCode } from '../execution/idempotency.coordinator.js';
-import { fingerprintRequest } from '../execution/request-fingerprint.js';
-import { InvalidIdempotencyKeyError } from '../http/idempotency-key.parser.js';
-import type { IdempotentRoute } from '../http/idempotent-route.resolver.js';
-import { RequestRefusedError } from '../http/request-refused.error.js';
-import { RequestScope } from '../http/request-scope.js';
+import { afterDecision, type RoutedCall } from '../../execution/routed-call.js';
+import { ProblemCode } from '../../idempotency.constants.js';
+import { contextCarrier } from '../../request/context-carrier.js';
+import { rejectStatus } from '../../request/reject-status.js';
+import type { ResolvedIdempotencyOptions } from '../../idempotency.defaults.js';
+import type { ProblemOptions } from '../../idempotency.problems.js';
+import type {
+  IdempotencyCoordinator,
+  RejectCode,
+} from '../../execution/idempotency.coordinator.js';
+import { fingerprintRequest } from '../../execution/request-fingerprint.js';
+import { InvalidIdempotencyKeyError } from '../../request/idempotency-key.parser.js';
+import type { IdempotentRoute } from '../../execution/idempotent-route.resolver.js';
+import { RequestRefusedError } from '../../request/request-refused.error.js';
+import { RequestScope } from '../../request/request-scope.js';
 import { isMutationField, type GqlInfo } from './graphql-schema.js';
 import { keylessTransaction } from './keyless-transaction.js';
 import { captureValue } from './value-capture.js';
 import { UnencodableValueError } from './json-value.js';
-import type { WireResponse } from '../execution/handler-outcome.js';
+import type { WireResponse } from '../../execution/handler-outcome.js';
 import { valueProblem } from './value-problem.js';
 import { graphqlRequest, rpcRequest, type ValueRequest } from './value-request.js';
 
@@ -136,10 +140,8 @@ export class ValueIdempotency {
   }
 
   private reject(type: ValueType, code: RejectCode): Promise<Error> {
-    if (code === ProblemCode.Mismatch) {
-      return valueProblem(type, this.options.mismatchStatus, code);
-    }
-    const retry = { extensions: { retry_after: this.options.retryAfterSeconds } };
-    return valueProblem(type, code === ProblemCode.InProgress ? 409 : 503, code, retry);
+    const { status, retry } = rejectStatus(code, this.options.mismatchStatus);
+    const options = { extensions: { retry_after: this.options.retryAfterSeconds } };
+    return valueProblem(type, status, code, retry ? options : {});
   }
 }

@@ -1,11 +1,14 @@
 import type { ExecutionContext } from '@nestjs/common';
-import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
-import { InvalidIdempotencyKeyError, parseIdempotencyKey } from '../http/idempotency-key.parser.js';
-import { rawHeaders } from '../http/http-adapter.utils.js';
-import type { IdempotencyRequest } from '../interfaces/idempotency-module-options.interface.js';
-import { normalizeUserId } from '../http/request-scope.js';
-import type { WireResponse } from '../execution/handler-outcome.js';
-import { canonicalJson } from '../execution/request-fingerprint.js';
+import type { ResolvedIdempotencyOptions } from '../../idempotency.defaults.js';
+import {
+  InvalidIdempotencyKeyError,
+  parseIdempotencyKey,
+} from '../../request/idempotency-key.parser.js';
+import { rawHeaders } from '../../request/http-adapter.utils.js';
+import type { IdempotencyRequest } from '../../interfaces/idempotency-module-options.interface.js';
+import { normalizeUserId } from '../../request/request-scope.js';
+import type { WireResponse } from '../../execution/handler-outcome.js';
+import { canonicalJson } from '../../execution/request-fingerprint.js';
 import { graphqlFingerprintInput } from './graphql-fingerprint.js';
 import { encodeGraphQLOutput } from './graphql-output.js';
 import { replayGraphQLOutput } from './graphql-replay.js';

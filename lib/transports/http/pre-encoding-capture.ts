@@ -1,7 +1,7 @@
 import { Injectable, Logger, type OnModuleInit, Optional } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { ServerResponse } from 'node:http';
-import type { WireResponse } from '../execution/handler-outcome.js';
+import type { WireResponse } from '../../execution/handler-outcome.js';
 import { headersArg } from './response-patch.js';
 
 const SLOT = Symbol('nestjs-pg-idempotency:pre-encoding');

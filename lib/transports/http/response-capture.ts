@@ -1,5 +1,5 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import type { HoldHooks, WireResponse } from '../execution/handler-outcome.js';
+import type { HoldHooks, WireResponse } from '../../execution/handler-outcome.js';
 
 import { BODY_HEADERS, headersArg, patch, type Patched } from './response-patch.js';
 import { beforeEncoding, watchPreEncoding } from './pre-encoding-capture.js';

@@ -1,8 +1,11 @@
 import type { CallHandler } from '@nestjs/common';
 import { catchError, concatMap, defer, finalize, from, mergeMap, type Observable } from 'rxjs';
 import { reduce, throwError } from 'rxjs';
-import { attachIdempotencyContext, IdempotencyContext } from '../decorators/idempotency-context.js';
-import type { IdempotencyTransaction } from '../store/idempotency-store.interface.js';
+import {
+  attachIdempotencyContext,
+  IdempotencyContext,
+} from '../../execution/idempotency-context.js';
+import type { IdempotencyTransaction } from '../../interfaces/idempotency-store.interface.js';
 
 /**
  * A transactional resolver or RPC handler called without a key (its route is not `required`):

@@ -11,13 +11,19 @@ import { IDEMPOTENCY_STORE, ProblemCode, REPLAYED_HEADER } from '../idempotency.
 import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../idempotency-internal.constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import { NOT_REPLAYABLE_DETAILS } from '../idempotency.problems.js';
-import { InvalidIdempotencyKeyError, parseIdempotencyKey } from './idempotency-key.parser.js';
+import {
+  InvalidIdempotencyKeyError,
+  parseIdempotencyKey,
+} from '../request/idempotency-key.parser.js';
 import { IdempotencyCoordinator, type Replay } from '../execution/idempotency.coordinator.js';
 import { afterDecision, type RoutedCall } from '../execution/routed-call.js';
-import { HttpRefusals } from './http-refusals.js';
+import { HttpRefusals } from './http/http-refusals.js';
 import type { OutcomeCapture } from '../execution/handler-outcome.js';
-import { holdResponse } from './response-capture.js';
-import { IdempotentRouteResolver, type IdempotentRoute } from './idempotent-route.resolver.js';
+import { holdResponse } from './http/response-capture.js';
+import {
+  IdempotentRouteResolver,
+  type IdempotentRoute,
+} from '../execution/idempotent-route.resolver.js';
 import {
   hasBody,
   hijack,
@@ -25,15 +31,22 @@ import {
   rawHeaders,
   rawResponse,
   routeEndpoint,
-} from './http-adapter.utils.js';
+} from '../request/http-adapter.utils.js';
 import type { IdempotencyRequest } from '../interfaces/idempotency-module-options.interface.js';
-import type { IdempotencyScope, IdempotencyStore } from '../store/idempotency-store.interface.js';
-import { RequestScope } from './request-scope.js';
-import { replayOnly, scopeMethod } from './head-requests.js';
+import type {
+  IdempotencyScope,
+  IdempotencyStore,
+} from '../interfaces/idempotency-store.interface.js';
+import { RequestScope } from '../request/request-scope.js';
+import { replayOnly, scopeMethod } from './http/head-requests.js';
 import { ReplayAuditService } from '../execution/replay-audit.service.js';
 import { ReplayCache } from '../execution/replay-cache.js';
-import { ValueIdempotency } from '../transports/value-idempotency.js';
-import { adoptReplyHeaders, silencePlatformReply, writeStoredResponse } from './response-replay.js';
+import { ValueIdempotency } from './value/value-idempotency.js';
+import {
+  adoptReplyHeaders,
+  silencePlatformReply,
+  writeStoredResponse,
+} from './http/response-replay.js';
 
 const HANDLED = Symbol('nestjs-pg-idempotency:handled');
 
