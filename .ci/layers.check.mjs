@@ -55,7 +55,7 @@ const importsOf = new Map(
 const problems = [];
 for (const [file, targets] of importsOf) {
   const from = roomOf(file);
-  if (!from) problems.push(`${file} stands in no room of LAYERS (scripts/layers.check.mjs)`);
+  if (!from) problems.push(`${file} stands in no room of LAYERS (.ci/layers.check.mjs)`);
   for (const target of from ? targets : []) {
     const to = roomOf(target);
     if (!to || to.room === from.room || to.depth > from.depth) continue;
