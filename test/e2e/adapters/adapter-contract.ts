@@ -23,18 +23,15 @@ export interface ToolUnderTest<H> {
   nested(handle: H, work: (inner: H) => Promise<void>): Promise<void>;
   /** A savepoint, or a refusal whose message matches this. */
   nesting: 'savepoint' | RegExp;
+  /** Runs `work` in the tool's own transaction with an isolation level, where its API takes one. */
+  isolated?(handle: H, work: () => Promise<void>): Promise<void>;
 }
 
-export function describeAdapterContract<H>(
-  tool: string,
-  setUp: (url: string) => Promise<ToolUnderTest<H>>,
-): void {
+export function describeAdapterContract<H>(tool: string, t: ToolUnderTest<H>): void {
   describe(`${tool} transaction adapter`, () => {
     let fx: AdapterFixture;
-    let t: ToolUnderTest<H>;
     beforeAll(async () => {
       fx = await adapterFixture(tool);
-      t = await setUp(fx.database.url);
     });
     afterAll(() => fx.close());
 
@@ -95,5 +92,18 @@ export function describeAdapterContract<H>(
       });
       expect(await fx.committedIds()).toEqual([]);
     });
+
+    const isolated = t.isolated?.bind(t);
+    // Only where the tool's nested-transaction API takes an isolation level (Drizzle's does not).
+    if (isolated)
+      it('refuses an isolation level for a nested transaction, which a savepoint cannot take', async () => {
+        await inTransaction(fx.pool, 'ROLLBACK', async (client) => {
+          const handle = t.bind(client);
+          await expect(isolated(handle, () => t.insert(handle, 'isolated'))).rejects.toThrow(
+            /savepoint: it cannot set an isolation level/,
+          );
+          expect(await t.ids(handle)).toEqual([]);
+        });
+      });
   });
 }

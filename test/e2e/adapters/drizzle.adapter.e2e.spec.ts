@@ -11,7 +11,7 @@ const notes = pgTable('notes', { id: text().primaryKey(), body: text().notNull()
 const schema = { notes };
 type Tx = DrizzleTransaction<typeof schema>;
 
-describeAdapterContract<Tx>('drizzle', async () => ({
+describeAdapterContract<Tx>('drizzle', {
   bind: (client) => drizzleTransactions((c) => drizzle(c, { schema })).bind(client),
   async insert(tx, id) {
     await tx.insert(notes).values({ id, body: 'drizzle' });
@@ -22,4 +22,4 @@ describeAdapterContract<Tx>('drizzle', async () => ({
   },
   nested: (tx, work) => tx.transaction((inner) => work(inner)),
   nesting: 'savepoint',
-}));
+});
