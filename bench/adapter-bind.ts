@@ -1,11 +1,13 @@
 /**
- * Per-request cost of each transaction adapter, outside HTTP: binding the store's connection to
- * the tool's handle, plus the handle's first query (Prisma connects its client lazily there), over
- * the same SELECT sent by plain pg. One connection, inside one transaction, sequential.
+ * Per-request cost of each transaction adapter, outside HTTP: binding alone (on a client that
+ * answers without a database), then binding plus the handle's first query (Prisma connects its
+ * client lazily there) over the same SELECT sent by plain pg, on one connection inside one
+ * transaction, sequential.
  *
  *   npm run bench:build && node --expose-gc dist-bench/bench/adapter-bind.js [iterations]
  */
 import { drizzle } from 'drizzle-orm/node-postgres';
+import { pgTable, text } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 import { sql as kyselySql } from 'kysely';
 import pg from 'pg';
@@ -17,6 +19,8 @@ import { PrismaClient } from '../test/fixtures/prisma/generated/client.js';
 
 const url = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const iterations = Number(process.argv[2] ?? 2000);
+
+const benchTable = pgTable('bench', { id: text().primaryKey() });
 
 const tools: Record<string, (client: TransactionClient) => Promise<unknown>> = {
   pg: (client) => client.query('SELECT 1 AS one'),
@@ -37,6 +41,24 @@ tools['prisma, handle reused'] = (client) => {
   return reused.$queryRaw`SELECT 1 AS one`;
 };
 tools['pg, again'] = tools.pg;
+
+const noDatabase = {
+  query: () => Promise.resolve({ rows: [], rowCount: 0, command: 'SELECT', oid: 0, fields: [] }),
+};
+const binds: Record<string, (client: TransactionClient) => unknown> = {
+  drizzle: drizzleTransactions().bind,
+  'drizzle with schema': drizzleTransactions((c) => drizzle(c, { schema: { bench: benchTable } }))
+    .bind,
+  kysely: kyselyTransactions().bind,
+  prisma: prismaTransactions((adapter) => new PrismaClient({ adapter })).bind,
+};
+for (const [name, bind] of Object.entries(binds)) {
+  for (let i = 0; i < 1000; i++) bind(noDatabase);
+  const started = process.hrtime.bigint();
+  for (let i = 0; i < iterations; i++) bind(noDatabase);
+  const micros = Number(process.hrtime.bigint() - started) / 1000 / iterations;
+  console.log(`${name.padEnd(22)} ${micros.toFixed(1).padStart(7)} µs per bind alone`);
+}
 
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
 const client = new pg.Client({ connectionString: url });
