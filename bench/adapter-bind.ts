@@ -11,8 +11,10 @@ import { pgTable, text } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 import { sql as kyselySql } from 'kysely';
 import pg from 'pg';
+import { EntitySchema, MikroORM } from '@mikro-orm/postgresql';
 import { drizzleTransactions } from '../lib/adapters/drizzle.transactions.js';
 import { kyselyTransactions } from '../lib/adapters/kysely.transactions.js';
+import { mikroOrmTransactions } from '../lib/adapters/mikro-orm.transactions.js';
 import { prismaTransactions } from '../lib/adapters/prisma.transactions.js';
 import type { TransactionClient } from '../lib/adapters/transaction-client.js';
 import { PrismaClient } from '../test/fixtures/prisma/generated/client.js';
@@ -22,6 +24,13 @@ const iterations = Number(process.argv[2] ?? 2000);
 
 const benchTable = pgTable('bench', { id: text().primaryKey() });
 
+const orm = MikroORM.initSync({
+  clientUrl: url,
+  entities: [
+    new EntitySchema({ name: 'Bench', properties: { id: { type: 'string', primary: true } } }),
+  ],
+});
+
 const tools: Record<string, (client: TransactionClient) => Promise<unknown>> = {
   pg: (client) => client.query('SELECT 1 AS one'),
   drizzle: (client) =>
@@ -29,6 +38,7 @@ const tools: Record<string, (client: TransactionClient) => Promise<unknown>> = {
       .bind(client)
       .execute(sql`SELECT 1 AS one`),
   kysely: (client) => kyselySql`SELECT 1 AS one`.execute(kyselyTransactions().bind(client)),
+  'mikro-orm': (client) => mikroOrmTransactions(orm).bind(client).execute('SELECT 1 AS one'),
   prisma: (client) =>
     prismaTransactions((adapter) => new PrismaClient({ adapter })).bind(client)
       .$queryRaw`SELECT 1 AS one`,
@@ -50,6 +60,7 @@ const binds: Record<string, (client: TransactionClient) => unknown> = {
   'drizzle with schema': drizzleTransactions((c) => drizzle(c, { schema: { bench: benchTable } }))
     .bind,
   kysely: kyselyTransactions().bind,
+  'mikro-orm': mikroOrmTransactions(orm).bind,
   prisma: prismaTransactions((adapter) => new PrismaClient({ adapter })).bind,
 };
 for (const [name, bind] of Object.entries(binds)) {
@@ -79,3 +90,4 @@ for (const [name, bindAndQuery] of Object.entries(tools)) {
 }
 await client.query('ROLLBACK');
 await client.end();
+await orm.close();

@@ -21,5 +21,4 @@ describeAdapterContract<Tx>('drizzle', {
     return rows.map((r) => r.id);
   },
   nested: (tx, work) => tx.transaction((inner) => work(inner)),
-  nesting: 'savepoint',
 });

@@ -16,6 +16,5 @@ describeAdapterContract<Kysely<Database>>('kysely', {
     return rows.map((r) => r.id);
   },
   nested: (db, work) => db.transaction().execute((trx) => work(trx)),
-  nesting: 'savepoint',
   isolated: (db, work) => db.transaction().setIsolationLevel('serializable').execute(work),
 });

@@ -17,6 +17,5 @@ describeAdapterContract<Tx>('prisma', {
     return rows.map((r) => r.id);
   },
   nested: (tx, work) => tx.$transaction((inner) => work(inner)),
-  nesting: 'savepoint',
   isolated: (tx, work) => tx.$transaction(work, { isolationLevel: 'Serializable' }),
 });
