@@ -56,6 +56,10 @@ function diagnosticsOf(files: Map<string, { where: string; code: string }>): str
       'nestjs-pg-idempotency': ['lib/index.ts'],
       'nestjs-pg-idempotency/migrations': ['migrations/index.ts'],
       'nestjs-pg-idempotency/testing': ['lib/testing/index.ts'],
+      'nestjs-pg-idempotency/drizzle': ['lib/adapters/drizzle.transactions.ts'],
+      'nestjs-pg-idempotency/kysely': ['lib/adapters/kysely.transactions.ts'],
+      'nestjs-pg-idempotency/prisma': ['lib/adapters/prisma.transactions.ts'],
+      'nestjs-pg-idempotency/mikro-orm': ['lib/adapters/mikro-orm.transactions.ts'],
     },
   };
   const host = ts.createCompilerHost(options);
