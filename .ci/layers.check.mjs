@@ -6,7 +6,7 @@ import { dirname, join, normalize } from 'node:path';
 
 /** Top layer first. A room is a folder (ends with `/`) or one file; the longest match wins. */
 export const LAYERS = [
-  ['lib/index.ts', 'lib/testing/'],
+  ['lib/index.ts', 'lib/testing/', 'lib/adapters/'],
   ['lib/idempotency.module.ts'],
   ['lib/idempotency.module-definition.ts', 'lib/idempotency-options.resolve.ts'],
   ['lib/decorators/', 'lib/transports/idempotency-interceptor.order.ts'],
