@@ -6,8 +6,11 @@ import { ResponseCipher } from './store/response-cipher.js';
 import { derivedKeySecret } from './recovery/derived-key.js';
 import type { KeyObject } from 'node:crypto';
 import { checkIdempotencyOptions } from './idempotency-options.check.js';
+import { checkStorage } from './idempotency-storage.check.js';
 import { defaultUserId } from './http/request-scope.js';
 import type { IdempotencyStore } from './store/idempotency-store.interface.js';
+import type { IdempotencyPool } from './store/postgres/idempotency-pool.interface.js';
+import type { TransactionAdapterLike } from './store/transaction-adapter.interface.js';
 import type {
   IdempotencyModuleOptions,
   IdempotencyRequest,
@@ -78,12 +81,16 @@ export interface ResolvedIdempotencyOptions extends Required<
     | 'replayCache'
     | 'encryption'
     | 'dataSource'
+    | 'pool'
+    | 'transactions'
     | 'store'
     | 'derivedKeySecret'
   >
 > {
-  /** Undefined only with a custom `store`. */
+  /** One of `pool` and `dataSource` is set, unless there is a custom `store`. */
   dataSource?: DataSource;
+  pool?: IdempotencyPool;
+  transactions?: TransactionAdapterLike;
   /** The custom store; null for the PostgreSQL one on `dataSource`. */
   store: IdempotencyStore | null;
   /** Lower-cased allow-list, never containing `set-cookie`. */
@@ -135,16 +142,14 @@ export function resolveIdempotencyOptions(
   options: IdempotencyModuleOptions,
 ): ResolvedIdempotencyOptions {
   checkIdempotencyOptions(options);
-  if (!options?.dataSource && !options?.store) {
-    throw new Error(
-      'nestjs-pg-idempotency: the `dataSource` option is required (or a `store` in place of the PostgreSQL one)',
-    );
-  }
+  checkStorage(options);
   const d = IDEMPOTENCY_DEFAULTS;
   const tableName = options.tableName ?? d.tableName;
   quoteTable(tableName);
   const resolved: ResolvedIdempotencyOptions = {
     dataSource: options.dataSource,
+    pool: options.pool,
+    transactions: options.transactions,
     store: options.store ?? null,
     ttlSeconds: positive('ttlSeconds', options.ttlSeconds ?? d.ttlSeconds),
     headerName: (options.headerName ?? d.headerName).toLowerCase(),

@@ -20,6 +20,7 @@ import { ReplayCache } from './execution/replay-cache.js';
 import { CompletionRetryShutdown } from './execution/completion-retry.js';
 import { invalidatedReplayCache } from './execution/replay-cache.invalidation.js';
 import type { IdempotencyStore } from './store/idempotency-store.interface.js';
+import type { IdempotencyPool } from './store/postgres/idempotency-pool.interface.js';
 import { PreEncodingCapture } from './http/pre-encoding-capture.js';
 import { SchemaCheckService } from './store/postgres/schema-check.service.js';
 import { TransactionalRoutesCheck } from './store/transactional-routes.check.js';
@@ -30,6 +31,8 @@ const initializedHere = new WeakSet<DataSource>();
 
 /**
  * Registers the idempotency interceptor for every route that carries `@Idempotent()`.
+ * @example
+ * IdempotencyModule.forRoot({ pool }) // the app's own pg.Pool
  * @example
  * IdempotencyModule.forRootAsync({ inject: [DataSource], useFactory: (dataSource: DataSource) => ({ dataSource }) })
  */
@@ -54,12 +57,17 @@ const initializedHere = new WeakSet<DataSource>();
       inject: [IDEMPOTENCY_RESOLVED_OPTIONS],
       useFactory: (options: ResolvedIdempotencyOptions) =>
         options.store ??
-        new PostgresIdempotencyStore(options.dataSource as DataSource, options.tableName, {
-          cipher: options.encryption,
-          statementTimeoutMs: options.statementTimeoutMs,
-          preparedStatements: options.preparedStatements,
-          singleCommitMaxSeconds: options.singleCommitMaxSeconds,
-        }),
+        new PostgresIdempotencyStore<unknown>(
+          (options.pool ?? options.dataSource) as IdempotencyPool | DataSource,
+          options.tableName,
+          {
+            cipher: options.encryption,
+            statementTimeoutMs: options.statementTimeoutMs,
+            preparedStatements: options.preparedStatements,
+            singleCommitMaxSeconds: options.singleCommitMaxSeconds,
+            transactions: options.transactions,
+          },
+        ),
     },
     SchemaCheckService,
     TransactionalRoutesCheck,

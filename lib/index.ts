@@ -7,7 +7,15 @@ export {
   getIdempotencyContext,
 } from './decorators/idempotency-context.js';
 export { IdempotencyCleanupService } from './store/idempotency-cleanup.service.js';
-export { PostgresIdempotencyStore } from './store/postgres/postgres-idempotency.store.js';
+export {
+  PostgresIdempotencyStore,
+  type PostgresIdempotencyStoreOptions,
+} from './store/postgres/postgres-idempotency.store.js';
+export { pgTransactions } from './store/postgres/pg-transactions.adapter.js';
+export { typeormTransactions } from './store/postgres/typeorm-transactions.adapter.js';
+export type * from './store/transaction-adapter.interface.js';
+export type { IdempotencyPool } from './store/postgres/idempotency-pool.interface.js';
+export { migrate, type MigrateOptions, type MigrationPool } from '../migrations/migrate.js';
 export { TransactionAbortedError } from './store/transaction-aborted.error.js';
 export {
   IDEMPOTENCY_STORE,
