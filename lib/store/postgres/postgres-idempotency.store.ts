@@ -446,9 +446,11 @@ export class PostgresIdempotencyStore<
   }
 
   async lockInTransaction(lease: Lease, transaction: Transaction<TManager>): Promise<boolean> {
-    this.isolation ??= this.pool
-      .query({ text: this.sql.isolation, values: [] })
-      .then(({ rows }) => String(rows[0]?.isolation));
+    // Read in the transaction itself: from the pool it would need a second connection, and
+    // transactions beginning at once could hold every one of them, each waiting for another.
+    this.isolation ??= this.on(transaction, { text: this.sql.isolation, values: [] }).then(
+      ({ rows }) => String(rows[0]?.isolation),
+    );
     const isolation = await this.isolation.catch((err: Error) => {
       this.isolation = undefined;
       throw err;
