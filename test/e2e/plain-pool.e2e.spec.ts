@@ -77,3 +77,20 @@ describe('forRoot({ pool }) on real PostgreSQL', () => {
     });
   });
 });
+
+describe('forRootAsync({ useFactory: () => ({ pool }) })', () => {
+  let app: PoolApp;
+  beforeAll(async () => {
+    app = await startPoolApp('async_pool', 4, { cleanup: { enabled: false } }, 'forRootAsync');
+  });
+  afterAll(async () => app?.stop());
+
+  it("replays, and commits a transactional handler's write on the app's pool", async () => {
+    const key = randomUUID();
+    const ref = randomUUID();
+    expect((await send(app.url, '/tx', { key, body: { ref } })).status).toBe(201);
+    const again = await send(app.url, '/tx', { key, body: { ref } });
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect((await app.pool.query('SELECT 1 FROM ledger WHERE ref = $1', [ref])).rowCount).toBe(1);
+  });
+});

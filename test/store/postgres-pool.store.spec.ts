@@ -5,6 +5,7 @@ import {
   migrate,
   pgTransactions,
   PostgresIdempotencyStore,
+  typeormTransactions,
   type TransactionClient,
 } from '../../lib/index.js';
 import { tableNames } from '../../lib/store/postgres/table-names.js';
@@ -94,6 +95,29 @@ describe('PostgresIdempotencyStore on a pg.Pool: transactions', () => {
     await again.transaction.commit();
     expect(await ledger(ref)).toBe(1);
     expect((await s.claim(req)).type).toBe('completed');
+  });
+
+  it('typeormTransactions on a pool: an EntityManager on the store connection, savepoints nest', async () => {
+    // Never initialized: the adapter needs no pool of TypeORM's own.
+    const ds = db.newDataSource();
+    const s = new PostgresIdempotencyStore(pool, 'idempotency_keys', {
+      transactions: typeormTransactions(ds),
+    });
+    const claimed = await s.claim(request());
+    if (claimed.type !== 'claimed') throw new Error(claimed.type);
+    const tx = s.beginTransaction(claimed.lease);
+    const [outer, inner] = [randomUUID(), randomUUID()];
+    await tx.manager.query('INSERT INTO ledger (ref) VALUES ($1)', [outer]);
+    await expect(
+      tx.manager.transaction(async (m) => {
+        await m.query('INSERT INTO ledger (ref) VALUES ($1)', [inner]);
+        throw new Error('inner fails');
+      }),
+    ).rejects.toThrow('inner fails');
+    expect(await s.complete(claimed.lease, completion, tx)).not.toBeNull();
+    await tx.commit();
+    expect([await ledger(outer), await ledger(inner)]).toEqual([1, 0]);
+    expect(ds.isInitialized).toBe(false);
   });
 
   it('checks its schema on the pool', async () => {
