@@ -84,7 +84,7 @@ export interface IdempotencyModuleOptions {
    * What transactional handlers write through (`idem.manager`): an adapter that binds the
    * store's `TransactionClient` (the connection in the record's transaction) to your tool's API,
    * or just that function `(client) => manager`. Not used with a custom `store`.
-   * @default pgTransactions() with `pool`; typeormTransactions(dataSource) with `dataSource`
+   * @default undefined (pgTransactions() with `pool`, typeormTransactions(dataSource) with `dataSource`)
    * @example IdempotencyModule.forRoot({ pool, transactions: typeormTransactions(dataSource) })
    */
   transactions?: TransactionAdapterLike;
@@ -92,7 +92,7 @@ export interface IdempotencyModuleOptions {
    * Another store in place of the PostgreSQL one (then `pool`, `dataSource`, `tableName`, `encryption`
    * and `statementTimeoutMs` are not used, and the schema check does not run). Transactional
    * routes need a store with `beginTransaction()`: start-up fails otherwise.
-   * @default undefined (a PostgresIdempotencyStore on `dataSource`)
+   * @default undefined (a PostgresIdempotencyStore on `pool` or `dataSource`)
    * @example
    * // in unit tests: import { InMemoryIdempotencyStore } from 'nestjs-pg-idempotency/testing'
    * IdempotencyModule.forRoot({ store: new InMemoryIdempotencyStore() })
