@@ -121,6 +121,8 @@ export class PostgresIdempotencyStore<
   private readonly singleCommitMaxSeconds: number;
   private readonly server: ServerIdentityWatch;
   private readonly steps: PostgresRecoveryPoints;
+  /** The DataSource the store was built on; undefined on a pool. */
+  readonly dataSource: DataSource | undefined;
 
   /**
    * `source`: the app's `pg.Pool` (or anything `IdempotencyPool`), or a TypeORM `DataSource`
@@ -132,6 +134,7 @@ export class PostgresIdempotencyStore<
     options: PostgresIdempotencyStoreOptions<TManager> = {},
   ) {
     const dataSource = isDataSource(source) ? source : undefined;
+    this.dataSource = dataSource;
     this.source = dataSource ? dataSourcePool(dataSource) : () => source as IdempotencyPool;
     this.fallbackPoolMax = dataSource ? dataSourcePoolMax(dataSource) : 10;
     const adapter =
