@@ -5,6 +5,7 @@ import {
   migrate,
   pgTransactions,
   PostgresIdempotencyStore,
+  TransactionAbortedError,
   typeormTransactions,
   type TransactionClient,
 } from '../../lib/index.js';
@@ -118,6 +119,28 @@ describe('PostgresIdempotencyStore on a pg.Pool: transactions', () => {
     await tx.commit();
     expect([await ledger(outer), await ledger(inner)]).toEqual([1, 0]);
     expect(ds.isInitialized).toBe(false);
+  });
+
+  it('single mode: after an abort the TransactionClient is fenced, nothing commits, the key is free', async () => {
+    const s = new PostgresIdempotencyStore(pool, 'idempotency_keys', {
+      transactions: pgTransactions(),
+      singleCommitMaxSeconds: 0.2,
+    });
+    const req = request();
+    const first = await s.claimInTransaction(req);
+    if (first.type !== 'claimed') throw new Error(first.type);
+    const ref = randomUUID();
+    await first.transaction.manager.query('INSERT INTO ledger (ref) VALUES ($1)', [ref]);
+    const aborted = await first.transaction.aborted!;
+    expect(aborted).toBeInstanceOf(TransactionAbortedError);
+    await expect(
+      first.transaction.manager.query('INSERT INTO ledger (ref) VALUES ($1)', [ref]),
+    ).rejects.toBe(aborted);
+    await first.transaction.rollback();
+    expect(await ledger(ref)).toBe(0);
+    const again = await s.claimInTransaction(req);
+    expect(again.type).toBe('claimed');
+    if (again.type === 'claimed') await again.transaction.rollback();
   });
 
   it('checks its schema on the pool', async () => {
