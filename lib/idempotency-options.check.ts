@@ -59,6 +59,11 @@ const ENCRYPTION: Rules<IdempotencyEncryptionOptions> = {
 export const OPTION_RULES: Rules<IdempotencyModuleOptions> = {
   dataSource: object,
   store: object,
+  pool: object,
+  transactions: (v) =>
+    (typeof v === 'object' && v !== null) || typeof v === 'function'
+      ? undefined
+      : 'an adapter (e.g. pgTransactions()) or a function (client) => manager',
   ttlSeconds: checkedOnResolve,
   getUserId: fn,
   headerName: nonEmptyString,

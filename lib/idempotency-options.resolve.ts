@@ -3,6 +3,7 @@ import { quoteTable } from './store/postgres/table-names.js';
 import { ResponseCipher } from './response-cipher.js';
 import { derivedKeySecret } from './recovery/derived-key.js';
 import { checkIdempotencyOptions } from './idempotency-options.check.js';
+import { checkStorage } from './idempotency-storage.check.js';
 import { describeValue } from './describe-value.js';
 import { IDEMPOTENCY_DEFAULTS, type ResolvedIdempotencyOptions } from './idempotency.defaults.js';
 import type { IdempotencyModuleOptions } from './interfaces/idempotency-module-options.interface.js';
@@ -34,16 +35,14 @@ export function resolveIdempotencyOptions(
   options: IdempotencyModuleOptions,
 ): ResolvedIdempotencyOptions {
   checkIdempotencyOptions(options);
-  if (!options?.dataSource && !options?.store) {
-    throw new Error(
-      'nestjs-pg-idempotency: the `dataSource` option is required (or a `store` in place of the PostgreSQL one)',
-    );
-  }
+  checkStorage(options);
   const d = IDEMPOTENCY_DEFAULTS;
   const tableName = options.tableName ?? d.tableName;
   quoteTable(tableName);
   const resolved: ResolvedIdempotencyOptions = {
     dataSource: options.dataSource,
+    pool: options.pool,
+    transactions: options.transactions,
     store: options.store ?? null,
     ttlSeconds: positive('ttlSeconds', options.ttlSeconds ?? d.ttlSeconds),
     headerName: (options.headerName ?? d.headerName).toLowerCase(),

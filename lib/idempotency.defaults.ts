@@ -2,6 +2,8 @@ import type { DataSource } from 'typeorm';
 import type { ResponseCipher } from './response-cipher.js';
 import type { KeyObject } from 'node:crypto';
 import type { IdempotencyStore } from './interfaces/idempotency-store.interface.js';
+import type { IdempotencyPool } from './interfaces/idempotency-pool.interface.js';
+import type { TransactionAdapterLike } from './interfaces/transaction-adapter.interface.js';
 import type {
   IdempotencyModuleOptions,
   IdempotencyRequest,
@@ -86,12 +88,16 @@ export interface ResolvedIdempotencyOptions extends Required<
     | 'replayCache'
     | 'encryption'
     | 'dataSource'
+    | 'pool'
+    | 'transactions'
     | 'store'
     | 'derivedKeySecret'
   >
 > {
-  /** Undefined only with a custom `store`. */
+  /** One of `pool` and `dataSource` is set, unless there is a custom `store`. */
   dataSource?: DataSource;
+  pool?: IdempotencyPool;
+  transactions?: TransactionAdapterLike;
   /** The custom store; null for the PostgreSQL one on `dataSource`. */
   store: IdempotencyStore | null;
   /** Lower-cased allow-list, never containing `set-cookie`. */

@@ -19,6 +19,7 @@ import { CompletionRetryShutdown } from './execution/completion-retry.js';
 import { invalidatedReplayCache } from './execution/replay-cache.invalidation.js';
 import type { IdempotencyStore } from './interfaces/idempotency-store.interface.js';
 import { PreEncodingCapture } from './transports/http/pre-encoding-capture.js';
+import type { IdempotencyPool } from './interfaces/idempotency-pool.interface.js';
 import { SchemaCheckService } from './store/postgres/schema-check.service.js';
 import { TransactionalRoutesCheck } from './execution/transactional-routes.check.js';
 import { SseRoutesCheck } from './transports/http/sse-routes.check.js';
@@ -28,6 +29,8 @@ const initializedHere = new WeakSet<DataSource>();
 
 /**
  * Registers the idempotency interceptor for every route that carries `@Idempotent()`.
+ * @example
+ * IdempotencyModule.forRoot({ pool }) // the app's own pg.Pool
  * @example
  * IdempotencyModule.forRootAsync({ inject: [DataSource], useFactory: (dataSource: DataSource) => ({ dataSource }) })
  */
@@ -52,12 +55,17 @@ const initializedHere = new WeakSet<DataSource>();
       inject: [IDEMPOTENCY_RESOLVED_OPTIONS],
       useFactory: (options: ResolvedIdempotencyOptions) =>
         options.store ??
-        new PostgresIdempotencyStore(options.dataSource as DataSource, options.tableName, {
-          cipher: options.encryption,
-          statementTimeoutMs: options.statementTimeoutMs,
-          preparedStatements: options.preparedStatements,
-          singleCommitMaxSeconds: options.singleCommitMaxSeconds,
-        }),
+        new PostgresIdempotencyStore<unknown>(
+          (options.pool ?? options.dataSource) as IdempotencyPool | DataSource,
+          options.tableName,
+          {
+            cipher: options.encryption,
+            statementTimeoutMs: options.statementTimeoutMs,
+            preparedStatements: options.preparedStatements,
+            singleCommitMaxSeconds: options.singleCommitMaxSeconds,
+            transactions: options.transactions,
+          },
+        ),
     },
     SchemaCheckService,
     TransactionalRoutesCheck,

@@ -4,7 +4,15 @@ export { Idempotent } from './decorators/idempotent.decorator.js';
 export { IdempotencyContext, getIdempotencyContext } from './execution/idempotency-context.js';
 export { IdempotencyCtx } from './decorators/idempotency-ctx.decorator.js';
 export { IdempotencyCleanupService } from './store/idempotency-cleanup.service.js';
-export { PostgresIdempotencyStore } from './store/postgres/postgres-idempotency.store.js';
+export {
+  PostgresIdempotencyStore,
+  type PostgresIdempotencyStoreOptions,
+} from './store/postgres/postgres-idempotency.store.js';
+export { pgTransactions } from './store/postgres/pg-transactions.adapter.js';
+export { typeormTransactions } from './store/postgres/typeorm-transactions.adapter.js';
+export type * from './interfaces/transaction-adapter.interface.js';
+export type { IdempotencyPool } from './interfaces/idempotency-pool.interface.js';
+export { migrate, type MigrateOptions, type MigrationPool } from '../migrations/migrate.js';
 export { TransactionAbortedError } from './store/transaction-aborted.error.js';
 export {
   IDEMPOTENCY_STORE,

@@ -142,3 +142,9 @@ export function idempotencySqlFiles(): Record<string, string> {
     ),
   };
 }
+export {
+  migrate,
+  IDEMPOTENCY_SQL_MIGRATIONS,
+  type MigrateOptions,
+  type MigrationPool,
+} from './migrate.js';

@@ -18,15 +18,17 @@ export function checkTransactionId(id: unknown): string | null {
 
 /**
  * What a handler running under a claimed key can see and set. `TManager` is what the store's
- * transactions hand out: a TypeORM `EntityManager` with the PostgreSQL store (the default).
+ * transactions hand out (the module's `transactions` adapter): a TypeORM `EntityManager` with
+ * `dataSource` (the type's default, so existing code compiles unchanged), the `TransactionClient`
+ * with `pool`: write `IdempotencyContext<TransactionClient>` there.
  */
 export class IdempotencyContext<TManager = EntityManager> {
   private txId: string | null = null;
 
   /**
-   * In transactional mode (`@Idempotent({ transactional: true | 'single' })`), the EntityManager of the one
-   * transaction that also completes this record (with another store, what its transactions
-   * hand out); undefined otherwise.
+   * In transactional mode (`@Idempotent({ transactional: true | 'single' })`), what the
+   * handler writes through in the one transaction that also completes this record (an
+   * EntityManager, pg's `query`, another tool's transaction: see `TManager`); undefined otherwise.
    */
   manager?: TManager;
 

@@ -1,5 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { IdempotencyStore } from './idempotency-store.interface.js';
+import type { IdempotencyPool } from './idempotency-pool.interface.js';
+import type { TransactionAdapterLike } from './transaction-adapter.interface.js';
 
 /** Anything the platform hands to handlers as the request (Express or Fastify). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -61,16 +63,36 @@ export type StoreIfFn = (statusCode: number, error: unknown) => boolean;
 /** Options of `IdempotencyModule.forRoot()` / `forRootAsync()`. */
 export interface IdempotencyModuleOptions {
   /**
-   * The app's TypeORM `DataSource` (PostgreSQL), for the default `PostgresIdempotencyStore`.
-   * Initialized by the module if it is not yet. Required unless `store` is given.
+   * The app's own `pg.Pool` (or any `IdempotencyPool`), for the default
+   * `PostgresIdempotencyStore`: the store opens no pool of its own, and TypeORM is not needed.
+   * Transactional handlers get the store's `TransactionClient` (pg's `query`) as
+   * `idem.manager`, unless `transactions` says otherwise. Exactly one of `pool`, `dataSource`
+   * and `store` is required. The module never ends the pool: the app does.
+   * @default undefined
+   * @example IdempotencyModule.forRoot({ pool: new pg.Pool({ connectionString: process.env.DATABASE_URL }) })
+   */
+  pool?: IdempotencyPool;
+  /**
+   * The app's TypeORM `DataSource` (PostgreSQL), for the default `PostgresIdempotencyStore` on
+   * its pool. Initialized by the module if it is not yet. Transactional handlers get a TypeORM
+   * `EntityManager` as `idem.manager`. Exactly one of `pool`, `dataSource` and `store` is required.
+   * @default undefined
    * @example IdempotencyModule.forRootAsync({ inject: [DataSource], useFactory: (dataSource) => ({ dataSource }) })
    */
   dataSource?: DataSource;
   /**
-   * Another store in place of the PostgreSQL one (then `dataSource`, `tableName`, `encryption`
+   * What transactional handlers write through (`idem.manager`): an adapter that binds the
+   * store's `TransactionClient` (the connection in the record's transaction) to your tool's API,
+   * or just that function `(client) => manager`. Not used with a custom `store`.
+   * @default undefined (pgTransactions() with `pool`, typeormTransactions(dataSource) with `dataSource`)
+   * @example IdempotencyModule.forRoot({ pool, transactions: typeormTransactions(dataSource) })
+   */
+  transactions?: TransactionAdapterLike;
+  /**
+   * Another store in place of the PostgreSQL one (then `pool`, `dataSource`, `tableName`, `encryption`
    * and `statementTimeoutMs` are not used, and the schema check does not run). Transactional
    * routes need a store with `beginTransaction()`: start-up fails otherwise.
-   * @default undefined (a PostgresIdempotencyStore on `dataSource`)
+   * @default undefined (a PostgresIdempotencyStore on `pool` or `dataSource`)
    * @example
    * // in unit tests: import { InMemoryIdempotencyStore } from 'nestjs-pg-idempotency/testing'
    * IdempotencyModule.forRoot({ store: new InMemoryIdempotencyStore() })

@@ -255,6 +255,13 @@ export interface IdempotencyStore<TManager = unknown> {
    */
   onServerChange?(listener: (change: unknown) => void): void;
   /**
+   * Checks at start-up (the module's `onApplicationBootstrap`) that the storage can serve this
+   * store: rejects to refuse start-up (tables missing, a read-only database), resolves with a
+   * warning to log when the storage does not answer (the app starts; keyed requests fail until
+   * it answers), or with nothing when all is well. Optional: without it nothing is checked.
+   */
+  checkSchema?(): Promise<string | undefined | void>;
+  /**
    * Recovery points of `ctx.step()`: the JSON text committed for step `name` of the record in
    * progress under this lease (or carried over from an abandoned run it took over), null when
    * none; counts the read as a resume. Optional, with `saveStep`: without them `ctx.step()`

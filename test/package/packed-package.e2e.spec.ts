@@ -26,6 +26,8 @@ const deps = (names: string[], tarball: string) => ({
 const REQUIRED_PEERS = Object.keys(repo.peerDependencies).filter(
   (name) => !repo.peerDependenciesMeta?.[name]?.optional,
 );
+/** These apps build a TypeORM DataSource: an optional peer they install themselves. */
+const TYPEORM_APP = [...REQUIRED_PEERS, 'typeorm'];
 const APP_DEPS = ['@nestjs/platform-express', '@types/node'];
 /** The devDependencies of @nestjs/schematics 12's ts-esm template that build and test the app. */
 const CLI_DEV_DEPS = {
@@ -88,20 +90,20 @@ describe('the packed npm package', () => {
         type: 'commonjs',
         sourcesFrom: 'cli-esm-app', // the quick start; its `.js` imports compile to CommonJS too
         dependencies: deps(
-          [...REQUIRED_PEERS, '@nestjs/schedule', '@nestjs/typeorm', ...APP_DEPS],
+          [...TYPEORM_APP, '@nestjs/schedule', '@nestjs/typeorm', ...APP_DEPS],
           tarball,
         ),
       }),
       prepareApp(temp, {
         name: 'esm-app',
         type: 'module',
-        dependencies: deps([...REQUIRED_PEERS, ...APP_DEPS], tarball),
+        dependencies: deps([...TYPEORM_APP, ...APP_DEPS], tarball),
       }),
       prepareApp(temp, {
         name: 'cli-esm-app',
         type: 'module',
         dependencies: deps(
-          [...REQUIRED_PEERS, '@nestjs/schedule', '@nestjs/typeorm', '@nestjs/platform-express'],
+          [...TYPEORM_APP, '@nestjs/schedule', '@nestjs/typeorm', '@nestjs/platform-express'],
           tarball,
         ),
         devDependencies: CLI_DEV_DEPS,

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createHash, randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import { PostgresIdempotencyStore } from '../../lib/index.js';
 import type { IdempotencyTransaction, Lease } from '../../lib/index.js';
+import { ledgerClaim } from '../fixtures/ledger-claim.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 
 /** The PostgreSQL store's transaction handle, as the execution uses it in transactional mode. */
@@ -17,14 +17,7 @@ describe('PostgresIdempotencyStore transactions', () => {
   afterAll(async () => db?.drop());
 
   const claim = async (): Promise<Lease> => {
-    const outcome = await store.claim({
-      key: randomUUID(),
-      endpoint: 'POST /ledger',
-      userId: '',
-      requestHash: createHash('sha256').update('x').digest('hex'),
-      ttlSeconds: 60,
-      leaseSeconds: 60,
-    });
+    const outcome = await store.claim(ledgerClaim());
     if (outcome.type !== 'claimed') throw new Error(outcome.type);
     return outcome.lease;
   };

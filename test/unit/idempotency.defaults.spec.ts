@@ -18,15 +18,26 @@ describe('resolveIdempotencyOptions', () => {
     expect(o.encryption).toBeNull();
   });
 
-  it('needs a dataSource or a store, and a store alone is enough', () => {
+  it('needs a pool, a dataSource or a store, and a store alone is enough', () => {
     expect(() => resolveIdempotencyOptions({})).toThrow(
-      'the `dataSource` option is required (or a `store` in place of the PostgreSQL one)',
+      'the `pool` option (your pg.Pool) or the `dataSource` option (a TypeORM DataSource) is required, or a `store` in place of the PostgreSQL one',
     );
     const store = new InMemoryIdempotencyStore();
     const o = resolveIdempotencyOptions({ store });
     expect(o.store).toBe(store);
     expect(o.dataSource).toBeUndefined();
     expect(resolveIdempotencyOptions({ dataSource }).store).toBeNull();
+  });
+
+  it('takes exactly one of pool, dataSource and store, naming the ones given', () => {
+    const pool = { connect: async () => ({}) as never, query: async () => ({}) as never };
+    expect(resolveIdempotencyOptions({ pool }).pool).toBe(pool);
+    expect(() => resolveIdempotencyOptions({ pool, dataSource })).toThrow(
+      'give exactly one of the options `pool`, `dataSource` and `store`, got `pool` and `dataSource`',
+    );
+    expect(() =>
+      resolveIdempotencyOptions({ dataSource, store: new InMemoryIdempotencyStore() }),
+    ).toThrow('got `dataSource` and `store`');
   });
 
   it("getRpcUserId: no user by default (the shared scope), the app's function when given", () => {

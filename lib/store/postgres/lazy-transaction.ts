@@ -1,59 +1,101 @@
-import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import type { IdempotencyTransaction } from '../../interfaces/idempotency-store.interface.js';
+import type { TransactionClient } from '../../interfaces/transaction-adapter.interface.js';
+import {
+  type DeadlinePool,
+  type PoolClient,
+  type QueryConfig,
+  type QueryResult,
+  queryWithin,
+} from './pg-deadline.js';
+
+/** A transaction the store opened: the handler's handle, and the store's own way into it. */
+export interface StoreTransaction<TManager> {
+  readonly transaction: IdempotencyTransaction<TManager>;
+  /** A statement of the store in the transaction, under the store's deadline. */
+  run(config: QueryConfig): Promise<QueryResult>;
+}
+
+export const TRANSACTION_ENDED = 'nestjs-pg-idempotency: the transaction already ended';
+
+/** pg's `query(text, values)` or `query(config)`, as the caller gave it. */
+export function passQuery(client: PoolClient, text: unknown, values?: unknown[]) {
+  const query = client.query as unknown as (t: unknown, v?: unknown[]) => Promise<QueryResult>;
+  return values === undefined ? query.call(client, text) : query.call(client, text, values);
+}
 
 /**
- * A QueryRunner whose connection and transaction start on its first use, so a transactional
+ * A transaction whose connection and BEGIN come with its first statement, so a transactional
  * handler that first calls out (a card processor, say) holds no pool connection meanwhile, and
- * `now()` in its rows is the time of its first write. A transaction the handler (or TypeORM's
- * `save()`) starts itself nests inside it as a savepoint. `onBegin` runs right after BEGIN,
- * before the handler's first statement.
+ * `now()` in its rows is the time of its first write. `onBegin` runs right after BEGIN, before
+ * the handler's first statement. The handler writes through `bind(client)`.
  */
-export function lazyTransaction(
-  dataSource: DataSource,
-  onBegin: (runner: QueryRunner) => Promise<void> = async () => undefined,
-): QueryRunner {
-  const runner = dataSource.createQueryRunner();
-  const query = runner.query.bind(runner);
-  const start = runner.startTransaction.bind(runner);
-  let begun: Promise<void> | undefined;
+export function lazyTransaction<TManager>(
+  pool: DeadlinePool,
+  bind: (client: TransactionClient) => TManager,
+  onBegin: (transaction: IdempotencyTransaction<TManager>) => Promise<void>,
+): StoreTransaction<TManager> {
+  let connection: PoolClient | undefined;
+  let begun: Promise<PoolClient> | undefined;
   let beginning = false;
+  let open = false;
+  let ended = false;
   const begin = () =>
     (begun ??= (async () => {
+      const client = await pool.connect();
+      try {
+        await queryWithin(client, { text: 'BEGIN', values: [] }, pool.timeoutMs);
+      } catch (err) {
+        client.release(err as Error);
+        throw err;
+      }
+      connection = client;
+      open = true;
       beginning = true;
       try {
-        await start();
-        await onBegin(runner);
+        await onBegin(transaction);
       } finally {
         beginning = false;
       }
+      return client;
     })());
-  runner.query = (async (...args: Parameters<QueryRunner['query']>) => {
-    // START TRANSACTION itself goes through query(): let that one through.
-    if (!beginning) await begin();
-    return query(...args);
-  }) as QueryRunner['query'];
-  runner.startTransaction = async (...args: Parameters<QueryRunner['startTransaction']>) => {
-    await begin();
-    return start(...args);
+  /** The connection in the transaction; during `onBegin`, without waiting for it. */
+  const inTransaction = async () => {
+    if (ended) throw new Error(TRANSACTION_ENDED);
+    return beginning ? (connection as PoolClient) : begin();
   };
-  return runner;
-}
-
-/** The store's handle on a lazy transaction: what the execution commits or rolls back. */
-export function transactionHandle(runner: QueryRunner): IdempotencyTransaction<EntityManager> {
-  const end = async (how: 'commitTransaction' | 'rollbackTransaction') => {
-    try {
-      if (runner.isTransactionActive) await runner[how]();
-    } finally {
-      await runner.release().catch(() => undefined);
-    }
+  const client: TransactionClient = {
+    query: (async (text: unknown, values?: unknown[]) =>
+      passQuery(await inTransaction(), text, values)) as TransactionClient['query'],
+  };
+  let ending: Promise<void> | undefined;
+  const end = (text: 'COMMIT' | 'ROLLBACK') => {
+    if (ending) return ending.catch(() => undefined);
+    return (ending = (async () => {
+      // A BEGIN still on its way: end what it opens.
+      await begun?.catch(() => undefined);
+      ended = true;
+      const held = connection;
+      if (!held) return;
+      open = false;
+      try {
+        await queryWithin(held, { text, values: [] }, pool.timeoutMs);
+        held.release();
+      } catch (err) {
+        held.release(err as Error);
+        throw err;
+      }
+    })());
+  };
+  const transaction: IdempotencyTransaction<TManager> = {
+    manager: bind(client),
+    get active() {
+      return open;
+    },
+    commit: () => end('COMMIT'),
+    rollback: () => end('ROLLBACK'),
   };
   return {
-    manager: runner.manager,
-    get active() {
-      return runner.isTransactionActive;
-    },
-    commit: () => end('commitTransaction'),
-    rollback: () => end('rollbackTransaction'),
+    transaction,
+    run: async (config) => queryWithin(await inTransaction(), config, pool.timeoutMs),
   };
 }

@@ -1,27 +1,14 @@
 import { telemetry } from '../../telemetry/idempotency.telemetry.js';
 
-/** The slice of pg's client and pool the store uses. */
-export interface QueryConfig {
-  name?: string;
-  text: string;
-  values: unknown[];
-}
-export interface QueryResult {
-  rows: Record<string, unknown>[];
-  rowCount: number | null;
-}
-export interface Queryable {
-  query(config: QueryConfig & { query_timeout?: number }): Promise<QueryResult>;
-}
-export interface PoolClient extends Queryable {
-  release(err?: Error | boolean): void;
-  on(event: 'error', listener: (err: Error) => void): unknown;
-  removeListener(event: 'error', listener: (err: Error) => void): unknown;
-}
-export interface Pool {
-  connect(): Promise<PoolClient>;
-  on?(event: 'connect', listener: (client: PoolClient) => void): unknown;
-}
+import type {
+  Pool,
+  PoolClient,
+  Queryable,
+  QueryConfig,
+  QueryResult,
+} from '../../interfaces/idempotency-pool.interface.js';
+
+export type { Pool, PoolClient, Queryable, QueryConfig, QueryResult } from '../../interfaces/idempotency-pool.interface.js';
 
 const ignoreError = () => undefined;
 

@@ -1,5 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
+import {
+  adapterBind,
+  type TransactionAdapterLike,
+  type TransactionClient,
+} from '../../interfaces/transaction-adapter.interface.js';
+import type { IdempotencyPool } from '../../interfaces/idempotency-pool.interface.js';
+import { dataSourcePool, dataSourcePoolMax, isDataSource } from './data-source-pool.js';
+import { pgTransactions } from './pg-transactions.adapter.js';
+import { typeormTransactions } from './typeorm-transactions.adapter.js';
+import { checkPostgresSchema } from './postgres-schema.check.js';
+import type { ClientFactory } from './transaction-pooler.probe.js';
 import { IDEMPOTENCY_DEFAULTS } from '../../idempotency.defaults.js';
 import { runCleanup } from './postgres-cleanup.js';
 import { buildStatements, type IdempotencyStatements } from './idempotency.sql.js';
@@ -13,7 +24,7 @@ import type {
   Completion,
   IdempotencyStore,
   IdempotencyScope,
-  IdempotencyTransaction,
+  IdempotencyTransaction as Transaction,
   Lease,
   PeekOutcome,
   RefusalEvent,
@@ -28,15 +39,10 @@ import { pipelineWithin } from './pg-pipeline.js';
 import { withoutNames } from './unnamed-statements.js';
 import { readOnlyTransactionError } from './topology-check.js';
 import { SingleCommitSlots } from './single-commit-slots.js';
-import { lazyTransaction, transactionHandle } from './lazy-transaction.js';
+import { lazyTransaction } from './lazy-transaction.js';
 import { type ServerChange, ServerIdentityWatch } from './server-identity.js';
-import {
-  DeadlinePool,
-  type Pool,
-  type Queryable,
-  type QueryConfig,
-  queryWithin,
-} from './pg-deadline.js';
+import { DeadlinePool, type QueryConfig, type QueryResult, queryWithin } from './pg-deadline.js';
+import { poolMax } from './single-commit-slots.js';
 import { telemetry } from '../../telemetry/idempotency.telemetry.js';
 import { buildRecoveryPointStatements } from './recovery-points.sql.js';
 import { PostgresRecoveryPoints } from './postgres-recovery-points.js';
@@ -67,19 +73,45 @@ function claimedScope(req: ClaimRequest): NonNullable<Lease['claimed']> {
 /** Rounds of claim → conflicting row vanished / takeover lost; each round is one more statement. */
 const MAX_CLAIM_ROUNDS = 5;
 
-type Transaction = IdempotencyTransaction<EntityManager>;
+/** Options of `new PostgresIdempotencyStore(pool, tableName, options)`. */
+export interface PostgresIdempotencyStoreOptions<TManager> {
+  /** Seals stored responses (the `encryption` option); null keeps them in plaintext. */
+  cipher?: ResponseCipher | null;
+  statementTimeoutMs?: number;
+  /** False behind a transaction pooler that does not track named statements. */
+  preparedStatements?: boolean;
+  singleCommitMaxSeconds?: number;
+  /**
+   * What transactional handlers write through; default `pgTransactions()` on a pool,
+   * `typeormTransactions(dataSource)` on a DataSource.
+   */
+  transactions?: TransactionAdapterLike<TManager>;
+}
 
 /**
- * The PostgreSQL store. It talks to the pool of the app's TypeORM `DataSource` directly with
- * named prepared statements (unnamed ones with `preparedStatements: false`): one round trip per
- * claim, one per completion. Its transactions hand
- * handlers a TypeORM `EntityManager`.
+ * The PostgreSQL store. It talks to a pg pool directly (the app's own `pg.Pool`, or the pool of
+ * its TypeORM `DataSource`) with named prepared statements (unnamed ones with
+ * `preparedStatements: false`): one round trip per claim, one per completion. Its transactions
+ * hand handlers what the `transactions` adapter makes of the store's connection: a TypeORM
+ * `EntityManager` by default on a DataSource, the `TransactionClient` itself on a pool.
  */
-export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager> {
+export class PostgresIdempotencyStore<
+  TManager = EntityManager,
+> implements IdempotencyStore<TManager> {
   private readonly sql: IdempotencyStatements;
   private readonly single: SingleCommitStatements;
   /** Single-commit leases whose record is not written yet: `complete` inserts it and commits. */
-  private readonly inserting = new WeakMap<Lease, SingleCommit>();
+  private readonly inserting = new WeakMap<Lease, SingleCommit<TManager>>();
+  /** The store's own way into each transaction it opened (see `on`). */
+  private readonly runners = new WeakMap<
+    Transaction<TManager>,
+    (config: QueryConfig) => Promise<QueryResult>
+  >();
+  private readonly bind: (client: TransactionClient) => TManager;
+  /** The pool, once there (a DataSource's only once it is initialized). */
+  private readonly source: () => IdempotencyPool | undefined;
+  private readonly preparedStatements: boolean;
+  private readonly fallbackPoolMax: number;
   private readonly codec: StoredResponseCodec;
   private isolation?: Promise<string>;
   /** Every statement of the store goes through this: a hung database fails it after the deadline. */
@@ -89,25 +121,30 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
   private readonly singleCommitMaxSeconds: number;
   private readonly server: ServerIdentityWatch;
   private readonly steps: PostgresRecoveryPoints;
+  /** The DataSource the store was built on; undefined on a pool. */
+  readonly dataSource: DataSource | undefined;
 
+  /**
+   * `source`: the app's `pg.Pool` (or anything `IdempotencyPool`), or a TypeORM `DataSource`
+   * (PostgreSQL) whose pool the store uses once it is initialized.
+   */
   constructor(
-    readonly dataSource: DataSource,
+    source: IdempotencyPool | DataSource,
     readonly tableName: string,
-    options: {
-      /** Seals stored responses (the `encryption` option); null keeps them in plaintext. */
-      cipher?: ResponseCipher | null;
-      statementTimeoutMs?: number;
-      /** False behind a transaction pooler that does not track named statements. */
-      preparedStatements?: boolean;
-      singleCommitMaxSeconds?: number;
-    } = {},
+    options: PostgresIdempotencyStoreOptions<TManager> = {},
   ) {
-    if (dataSource.options.type !== 'postgres') {
-      throw new Error(
-        `nestjs-pg-idempotency needs a PostgreSQL DataSource, got "${dataSource.options.type}"`,
-      );
-    }
+    const dataSource = isDataSource(source) ? source : undefined;
+    this.dataSource = dataSource;
+    this.source = dataSource ? dataSourcePool(dataSource) : () => source as IdempotencyPool;
+    this.fallbackPoolMax = dataSource ? dataSourcePoolMax(dataSource) : 10;
+    const adapter =
+      options.transactions ??
+      ((dataSource
+        ? typeormTransactions(dataSource)
+        : pgTransactions()) as TransactionAdapterLike<unknown> as TransactionAdapterLike<TManager>);
+    this.bind = adapterBind(adapter);
     const named = options.preparedStatements ?? IDEMPOTENCY_DEFAULTS.preparedStatements;
+    this.preparedStatements = named;
     this.sql = named ? buildStatements(tableName) : withoutNames(buildStatements(tableName));
     this.single = named
       ? buildSingleCommitStatements(tableName)
@@ -118,7 +155,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
     this.pool = new DeadlinePool(() => this.server.watch(this.master()), timeoutMs);
     this.singleCommitMaxSeconds =
       options.singleCommitMaxSeconds ?? IDEMPOTENCY_DEFAULTS.singleCommitMaxSeconds;
-    this.slots = new SingleCommitSlots(this.driverPool, this.pool.timeoutMs);
+    this.slots = new SingleCommitSlots(this.source, this.pool.timeoutMs);
     const steps = buildRecoveryPointStatements(tableName);
     this.steps = new PostgresRecoveryPoints(
       named ? steps : withoutNames(steps),
@@ -135,13 +172,29 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
     return this.steps.save(lease, name, result);
   }
 
-  /** @internal The store's deadline-bound pool, shared with the start-up schema check. */
-  get deadlinePool(): DeadlinePool {
-    return this.pool;
+  private master(): IdempotencyPool {
+    const pool = this.source();
+    if (!pool) throw new Error('nestjs-pg-idempotency: the DataSource is not initialized');
+    return pool;
   }
 
-  private master(): Pool {
-    return (this.dataSource.driver as unknown as { master: Pool }).master;
+  /** Connections of the pool (before a DataSource is initialized: what it will have). */
+  get poolMax(): number {
+    return poolMax(this.source()) ?? this.fallbackPoolMax;
+  }
+
+  /**
+   * Rejects when the library's tables are missing or the database cannot serve claims (a
+   * standby, read-only transactions, no unique scope index, a transaction pooler that loses
+   * named statements); resolves with a warning when PostgreSQL does not answer.
+   */
+  checkSchema(): Promise<string | undefined> {
+    return checkPostgresSchema(
+      this.pool,
+      this.tableName,
+      this.preparedStatements,
+      () => this.source() as unknown as ClientFactory | undefined,
+    );
   }
 
   /**
@@ -152,12 +205,9 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
    */
   onServerChange(listener: (change: ServerChange) => void): void {
     this.server.subscribe(listener);
-    if (this.dataSource.isInitialized) this.server.watch(this.master());
+    const pool = this.source();
+    if (pool) this.server.watch(pool);
   }
-
-  /** The pg pool of the DataSource (once initialized). */
-  private readonly driverPool = () =>
-    (this.dataSource.driver as unknown as { master?: Pool }).master;
 
   async claim(req: ClaimRequest): Promise<ClaimOutcome> {
     const token = randomUUID();
@@ -241,7 +291,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
    * BEGIN, the scope's advisory lock and the lookup, in one round trip; then the
    * transaction stays open for the handler (claimed), or is rolled back in the background.
    */
-  async claimInTransaction(req: ClaimRequest): Promise<TransactionalClaimOutcome<EntityManager>> {
+  async claimInTransaction(req: ClaimRequest): Promise<TransactionalClaimOutcome<TManager>> {
     const freeSlot = await this.slots.acquire();
     const client = await this.pool.connect().catch((err: Error) => {
       freeSlot();
@@ -275,13 +325,14 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
       throw err;
     }
     if (outcome.type === 'claimed') {
-      const single = singleCommitTransaction(this.dataSource, client, {
+      const single = singleCommitTransaction(this.bind, client, {
         timeoutMs: this.pool.timeoutMs,
         maxSeconds: this.singleCommitMaxSeconds,
         terminate: (pid) => this.pool.query({ ...this.single.terminate, values: [pid] }),
         onEnd: freeSlot,
       });
       if (inserts) this.inserting.set(outcome.lease, single);
+      this.runners.set(single.transaction, single.run);
       return { ...outcome, transaction: single.transaction };
     }
     // The caller need not wait for the rollback: it only frees the lock and the connection.
@@ -358,7 +409,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
   async complete(
     lease: Lease,
     c: Completion,
-    transaction?: Transaction,
+    transaction?: Transaction<TManager>,
   ): Promise<CompletedRecord | null> {
     const kept = this.codec.toColumns(lease, c);
     const single = transaction && this.inserting.get(lease);
@@ -390,18 +441,19 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
    */
   beginTransaction(
     _lease: Lease,
-    onBegin?: (transaction: Transaction) => Promise<void>,
-  ): Transaction {
-    const handle: Transaction = transactionHandle(
-      lazyTransaction(this.dataSource, async () => onBegin?.(handle)),
-    );
-    return handle;
+    onBegin?: (transaction: Transaction<TManager>) => Promise<void>,
+  ): Transaction<TManager> {
+    const lazy = lazyTransaction(this.pool, this.bind, async (tx) => onBegin?.(tx));
+    this.runners.set(lazy.transaction, lazy.run);
+    return lazy.transaction;
   }
 
-  async lockInTransaction(lease: Lease, transaction: Transaction): Promise<boolean> {
-    this.isolation ??= this.pool
-      .query({ text: this.sql.isolation, values: [] })
-      .then(({ rows }) => String(rows[0]?.isolation));
+  async lockInTransaction(lease: Lease, transaction: Transaction<TManager>): Promise<boolean> {
+    // Read in the transaction itself: from the pool it would need a second connection, and
+    // transactions beginning at once could hold every one of them, each waiting for another.
+    this.isolation ??= this.on(transaction, { text: this.sql.isolation, values: [] }).then(
+      ({ rows }) => String(rows[0]?.isolation),
+    );
     const isolation = await this.isolation.catch((err: Error) => {
       this.isolation = undefined;
       throw err;
@@ -419,11 +471,9 @@ export class PostgresIdempotencyStore implements IdempotencyStore<EntityManager>
    * Runs a statement in the transaction's own pg client (so prepared statements are reused there
    * too), or on the pool; under the same deadline either way.
    */
-  private on(transaction: Transaction | undefined, config: QueryConfig) {
-    const runner = transaction?.manager.queryRunner;
-    if (!runner) return this.pool.query(config);
-    const client = (runner as unknown as { databaseConnection: Queryable }).databaseConnection;
-    return queryWithin(client, config, this.pool.timeoutMs);
+  private on(transaction: Transaction<TManager> | undefined, config: QueryConfig) {
+    const run = transaction && this.runners.get(transaction);
+    return run ? run(config) : this.pool.query(config);
   }
 
   async recordReplays(replays: readonly ReplayEvent[]): Promise<void> {

@@ -1,5 +1,6 @@
-import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import type { IdempotencyTransaction } from '../../interfaces/idempotency-store.interface.js';
+import type { TransactionClient } from '../../interfaces/transaction-adapter.interface.js';
+import { passQuery, TRANSACTION_ENDED } from './lazy-transaction.js';
 import { type PoolClient, type QueryConfig, type QueryResult, queryWithin } from './pg-deadline.js';
 import { pipelineWithin } from './pg-pipeline.js';
 import {
@@ -13,8 +14,10 @@ import {
 const UNIQUE_VIOLATION = '23505';
 
 /** A single-commit transaction: the handler's handle, and the store's way to end it with a write. */
-export interface SingleCommit {
-  readonly transaction: IdempotencyTransaction<EntityManager>;
+export interface SingleCommit<TManager = unknown> {
+  readonly transaction: IdempotencyTransaction<TManager>;
+  /** A statement of the store in the transaction, under the deadline. */
+  run(config: QueryConfig): Promise<QueryResult>;
   /**
    * Runs `config` and COMMIT in one round trip and ends the transaction either way: the result
    * of `config` once committed; null when it hit a unique violation (a record of the scope was
@@ -25,28 +28,18 @@ export interface SingleCommit {
 
 /**
  * A transaction begun on `client` (checked out under the store's deadline), handed to the
- * handler as a TypeORM EntityManager: the runner is bound to that connection and marked inside a
- * transaction, so a transaction the handler starts itself nests as a savepoint. Every statement
- * runs under the deadline; whatever ends the transaction gives the connection back to the pool
+ * handler through `bind` as a `TransactionClient` on that connection. The store's statements run
+ * under the deadline; whatever ends the transaction gives the connection back to the pool
  * (destroyed when it failed). Open past `maxSeconds`, or its session lost, it is aborted: nothing
- * of it commits, `transaction.aborted` settles at once, and `rollback()` returns once its locks
- * are gone.
+ * of it commits, no statement of the handler reaches the connection any more,
+ * `transaction.aborted` settles at once, and `rollback()` returns once its locks are gone.
  */
-export function singleCommitTransaction(
-  dataSource: DataSource,
+export function singleCommitTransaction<TManager>(
+  bind: (client: TransactionClient) => TManager,
   client: PoolClient,
   limits: SingleCommitLimits,
-): SingleCommit {
+): SingleCommit<TManager> {
   const { timeoutMs } = limits;
-  const runner = dataSource.createQueryRunner();
-  const bound = runner as unknown as {
-    databaseConnection: PoolClient;
-    releaseCallback?: (err?: Error) => void;
-    transactionDepth: number;
-  };
-  bound.releaseCallback = (err) => client.release(err);
-  bound.transactionDepth = 1;
-  (runner as { isTransactionActive: boolean }).isTransactionActive = true;
   let open = true;
   let released = false;
   let abortedBy: Error | undefined;
@@ -58,20 +51,27 @@ export function singleCommitTransaction(
     stopWatching();
     if (released) return;
     released = true;
-    finish(runner, failed);
+    client.release(failed);
     limits.onEnd();
   };
   const watch = watchSingleCommit(client, limits.maxSeconds * 1000, (cause) => {
-    open = false;
     // No statement of the handler may reach the connection from now on: after the ROLLBACK
     // it would run on its own, committed.
-    (runner as { isReleased: boolean }).isReleased = true;
+    open = false;
     abortedBy = abortedError(cause, limits.maxSeconds);
     ending = abortTransaction(client, cause, limits, close);
     aborted(abortedBy);
   });
   const stopWatching = watch.stop;
-  bound.databaseConnection = reportingSessionLoss(client, watch.lost);
+  const session = reportingSessionLoss(client, watch.lost);
+  const fenced = () => {
+    if (!open) throw abortedBy ?? new Error(TRANSACTION_ENDED);
+    return session;
+  };
+  const handlerClient: TransactionClient = {
+    query: (async (text: unknown, values?: unknown[]) =>
+      passQuery(fenced(), text, values)) as TransactionClient['query'],
+  };
   const end = async (text: 'COMMIT' | 'ROLLBACK') => {
     if (!open) {
       await ending;
@@ -88,8 +88,9 @@ export function singleCommitTransaction(
     }
   };
   return {
+    run: async (config) => queryWithin(fenced(), config, timeoutMs),
     transaction: {
-      manager: runner.manager,
+      manager: bind(handlerClient),
       get active() {
         return open;
       },
@@ -122,20 +123,4 @@ export function singleCommitTransaction(
       return write.value;
     },
   };
-}
-
-function finish(runner: QueryRunner, failed: Error | undefined): void {
-  const r = runner as unknown as {
-    isTransactionActive: boolean;
-    transactionDepth: number;
-    isReleased: boolean;
-    releaseCallback?: (err?: Error) => void;
-  };
-  r.isTransactionActive = false;
-  r.transactionDepth = 0;
-  // What TypeORM's release does for a runner bound by hand, even if already fenced (see abort).
-  r.isReleased = true;
-  const release = r.releaseCallback;
-  r.releaseCallback = undefined;
-  release?.(failed);
 }

@@ -40,7 +40,7 @@ export async function topologyProblems(
   pool: DeadlinePool,
   records: { quoted: string; prefix: string },
   preparedStatements: boolean,
-  clientFactory: () => ClientFactory,
+  clientFactory: () => ClientFactory | undefined,
 ): Promise<string[]> {
   const { rows } = await pool.query({
     text: CHECK,
@@ -68,7 +68,9 @@ export async function topologyProblems(
     );
   }
   if (preparedStatements) {
-    const pooler = await probeTransactionPooler(clientFactory(), pool.timeoutMs);
+    // A pool that cannot make clients of its own (not a pg.Pool) is not probed.
+    const factory = clientFactory();
+    const pooler = factory?.Client ? await probeTransactionPooler(factory, pool.timeoutMs) : null;
     if (pooler) problems.push(pooler);
   }
   return problems;
