@@ -17,7 +17,11 @@ export const LAYERS = [
   ['lib/store/postgres/', 'lib/recovery/', 'lib/idempotency.problems.ts'],
   ['lib/store/'],
   ['lib/telemetry/'],
-  ['lib/idempotency.defaults.ts', 'lib/idempotency-options.check.ts'],
+  [
+    'lib/idempotency.defaults.ts',
+    'lib/idempotency-options.check.ts',
+    'lib/idempotency-storage.check.ts',
+  ],
   [
     'lib/response-cipher.ts',
     'lib/closest-name.ts',

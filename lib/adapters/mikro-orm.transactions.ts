@@ -35,7 +35,8 @@ export function mikroOrmTransactions(orm: MikroORM): TransactionAdapter<EntityMa
 function connectionOf(client: TransactionClient) {
   return {
     query(config: QueryConfig, done: (error: Error | null, result?: QueryResult) => void) {
-      client.query(config).then((result) => done(null, result), done);
+      // The object is pg's own QueryResult: the client is a pg connection.
+      client.query(config).then((result) => done(null, result as QueryResult), done);
     },
   };
 }

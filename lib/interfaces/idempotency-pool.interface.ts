@@ -21,7 +21,6 @@ export interface Pool {
   on?(event: 'connect', listener: (client: PoolClient) => void): unknown;
 }
 
-
 /**
  * The slice of a pg pool the PostgreSQL store uses; a `pg.Pool` is one (pass the app's own).
  * Statements go through `connect()` and the client's `query` (the store's deadlines need the

@@ -8,7 +8,13 @@ import type {
   QueryResult,
 } from '../../interfaces/idempotency-pool.interface.js';
 
-export type { Pool, PoolClient, Queryable, QueryConfig, QueryResult } from '../../interfaces/idempotency-pool.interface.js';
+export type {
+  Pool,
+  PoolClient,
+  Queryable,
+  QueryConfig,
+  QueryResult,
+} from '../../interfaces/idempotency-pool.interface.js';
 
 const ignoreError = () => undefined;
 

@@ -1,4 +1,7 @@
-import type { TransactionAdapter, TransactionClient } from '../../interfaces/transaction-adapter.interface.js';
+import type {
+  TransactionAdapter,
+  TransactionClient,
+} from '../../interfaces/transaction-adapter.interface.js';
 
 /**
  * The handler writes through the store's connection itself, with pg's `query`: the default

@@ -1,5 +1,8 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import type { TransactionAdapter, TransactionClient } from '../../interfaces/transaction-adapter.interface.js';
+import type {
+  TransactionAdapter,
+  TransactionClient,
+} from '../../interfaces/transaction-adapter.interface.js';
 
 /** What TypeORM's PostgreSQL runner keeps of the connection it was bound to by hand. */
 interface BoundRunner {
