@@ -7,12 +7,10 @@ import {
   parseIdempotencyKey,
 } from '../../request/idempotency-key.parser.js';
 import type { Replay } from '../../execution/idempotency.coordinator.js';
-import { afterDecision, type RoutedCall } from '../../execution/routed-call.js';
-import type { OutcomeCapture } from '../../execution/handler-outcome.js';
+import { afterDecision, type RoutedCall } from '../../request/routed-call.js';
 import type { IdempotentRoute } from '../../execution/idempotent-route.resolver.js';
 import {
   hasBody,
-  hijack,
   type PlatformResponse,
   rawHeaders,
   rawResponse,
@@ -27,9 +25,9 @@ import type {
   TransportDeps,
 } from '../transport-adapter.interface.js';
 import { HttpRefusals } from './http-refusals.js';
-import { holdResponse } from './response-capture.js';
+import { holdCapture } from './response-capture.js';
 import { replayOnly, scopeMethod } from './head-requests.js';
-import { adoptReplyHeaders, silencePlatformReply, writeStoredResponse } from './response-replay.js';
+import { replayStoredResponse } from './response-replay.js';
 
 const HANDLED = Symbol('nestjs-pg-idempotency:handled');
 
@@ -118,11 +116,7 @@ class HttpTransport implements TransportAdapter {
           await execution.cancel();
           throw this.refusals.problem(res, 404, ProblemCode.NothingToReplay);
         }
-        const raw = rawResponse(res);
-        const hold: OutcomeCapture = (handled, hooks) => {
-          holdResponse(raw, this.deps.options.replayHeaders, hooks);
-          return handled;
-        };
+        const hold = holdCapture(rawResponse(res), this.deps.options.replayHeaders);
         return { result: execution.run(req, next, hold), cancel: () => execution.cancel() };
       }
     }
@@ -142,14 +136,11 @@ class HttpTransport implements TransportAdapter {
         extensions: { original_status: stored.statusCode },
       });
     }
-    // Written here, whole; the platform's own reply of the `undefined` below is silenced.
-    const raw = rawResponse(res);
-    adoptReplyHeaders(res, raw);
-    hijack(res);
-    // Counted once the bytes left: never for a client that went away before they were written.
-    raw.once('finish', () => coordinator.answered(replay));
-    writeStoredResponse(raw, stored, REPLAYED_HEADER);
-    if (!route.ownsResponse) silencePlatformReply(res);
+    replayStoredResponse(res, stored, {
+      replayedHeader: REPLAYED_HEADER,
+      ownsResponse: route.ownsResponse,
+      sent: () => coordinator.answered(replay),
+    });
     return of(undefined);
   }
 }

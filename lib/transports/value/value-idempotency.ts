@@ -1,6 +1,6 @@
 import type { CallHandler, ExecutionContext, Logger } from '@nestjs/common';
 import { of, tap } from 'rxjs';
-import { afterDecision, type RoutedCall } from '../../execution/routed-call.js';
+import { afterDecision, type RoutedCall } from '../../request/routed-call.js';
 import { ProblemCode } from '../../idempotency.constants.js';
 import { contextCarrier } from '../../request/context-carrier.js';
 import { rejectStatus } from '../../request/reject-status.js';
