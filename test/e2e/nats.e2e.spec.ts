@@ -114,6 +114,33 @@ describe('@Idempotent() on NATS message handlers: the key in the message headers
     expect(runs).toBe(before + 2);
   });
 
+  it('a key header sent twice is refused; a key getRpcKey finds in the payload wins over the header', async () => {
+    const before = runs;
+    const h = natsHeaders();
+    h.append('Idempotency-Key', randomUUID());
+    h.append('Idempotency-Key', randomUUID());
+    const twice = new NatsRecordBuilder({ amount: 4 }).setHeaders(h).build();
+    await expect(firstValueFrom(client.send('payments.create', twice))).rejects.toMatchObject({
+      code: ProblemCode.KeyInvalid,
+    });
+    expect(runs).toBe(before);
+
+    const idempotencyKey = randomUUID();
+    const first = await send(
+      'payments.create',
+      { amount: 5, idempotencyKey },
+      { 'Idempotency-Key': randomUUID() },
+    );
+    const second = await send(
+      'payments.create',
+      { amount: 5, idempotencyKey },
+      { 'Idempotency-Key': randomUUID() },
+    );
+    expect(second).toEqual(first);
+    expect(runs).toBe(before + 1);
+    expect(await db.records('idempotency_key = $1', [idempotencyKey])).toHaveLength(1);
+  });
+
   it('concurrent duplicates on one key: one run, the others get the replay or in-progress', async () => {
     const key = randomUUID();
     const before = runs;
