@@ -115,8 +115,9 @@ export interface IdempotencyModuleOptions {
    */
   getUserId?: (req: IdempotencyRequest) => string | number | bigint | null | undefined;
   /**
-   * Request header that carries the key.
+   * Request header that carries the key (HTTP, GraphQL; on NATS the message header).
    * @default 'Idempotency-Key'
+   * @example 'X-Idempotency-Key'
    */
   headerName?: string;
   /**

@@ -1,6 +1,5 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import type { HoldHooks, WireResponse } from '../../execution/handler-outcome.js';
-
+import type { HoldHooks, OutcomeCapture, WireResponse } from '../../execution/handler-outcome.js';
 import { BODY_HEADERS, headersArg, patch, type Patched } from './response-patch.js';
 import { beforeEncoding, watchPreEncoding } from './pre-encoding-capture.js';
 
@@ -16,6 +15,17 @@ function toBuffer(chunk: unknown, encoding: BufferEncoding | undefined): Buffer 
   if (chunk === undefined || chunk === null) return Buffer.alloc(0);
   if (typeof chunk === 'string') return Buffer.from(chunk, encoding ?? 'utf8');
   return Buffer.from(chunk as Uint8Array);
+}
+
+/**
+ * How an HTTP execution captures its outcome: the response is held at the socket (below), the
+ * handler's observable is passed on for Nest to write.
+ */
+export function holdCapture(res: ServerResponse, allow: ReadonlySet<string>): OutcomeCapture {
+  return (handled, hooks) => {
+    holdResponse(res, allow, hooks);
+    return handled;
+  };
 }
 
 /**

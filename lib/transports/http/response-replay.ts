@@ -1,7 +1,25 @@
 import type { ServerResponse } from 'node:http';
 import type { StoredResponse } from '../../interfaces/idempotency-store.interface.js';
-import type { PlatformResponse } from '../../request/http-adapter.utils.js';
+import { hijack, type PlatformResponse, rawResponse } from '../../request/http-adapter.utils.js';
 import { BODY_HEADERS } from './response-patch.js';
+
+/**
+ * Answers with a stored response, written here whole; the platform's own reply of the
+ * `undefined` the route returns is silenced unless the route writes its response itself.
+ * `sent` runs once the bytes left: never for a client that went away before.
+ */
+export function replayStoredResponse(
+  res: PlatformResponse,
+  stored: StoredResponse,
+  options: { replayedHeader: string; ownsResponse: boolean; sent: () => void },
+): void {
+  const raw = rawResponse(res);
+  adoptReplyHeaders(res, raw);
+  hijack(res);
+  raw.once('finish', options.sent);
+  writeStoredResponse(raw, stored, options.replayedHeader);
+  if (!options.ownsResponse) silencePlatformReply(res);
+}
 
 /**
  * Writes a stored response as it was sent: its status, its headers (body headers and cookies

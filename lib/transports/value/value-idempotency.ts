@@ -1,6 +1,6 @@
 import type { CallHandler, ExecutionContext, Logger } from '@nestjs/common';
 import { of, tap } from 'rxjs';
-import { afterDecision, type RoutedCall } from '../../execution/routed-call.js';
+import { afterDecision, type RoutedCall } from '../../request/routed-call.js';
 import { ProblemCode } from '../../idempotency.constants.js';
 import { contextCarrier } from '../../request/context-carrier.js';
 import { rejectStatus } from '../../request/reject-status.js';
@@ -15,44 +15,48 @@ import { InvalidIdempotencyKeyError } from '../../request/idempotency-key.parser
 import type { IdempotentRoute } from '../../execution/idempotent-route.resolver.js';
 import { RequestRefusedError } from '../../request/request-refused.error.js';
 import { RequestScope } from '../../request/request-scope.js';
-import { isMutationField, type GqlInfo } from './graphql-schema.js';
 import { keylessTransaction } from './keyless-transaction.js';
 import { captureValue } from './value-capture.js';
 import { UnencodableValueError } from './json-value.js';
 import type { WireResponse } from '../../execution/handler-outcome.js';
 import { valueProblem } from './value-problem.js';
-import { graphqlRequest, rpcRequest, type ValueRequest } from './value-request.js';
+import type { ValueRequest } from './value-request.js';
+import type { TransportDeps } from '../transport-adapter.interface.js';
 
-type ValueType = 'graphql' | 'rpc';
+/** How refusals are said: a GraphQL error, or an `RpcException`. */
+export type ValueType = 'graphql' | 'rpc';
 
 /**
- * `@Idempotent()` on GraphQL resolvers and microservice handlers: the key comes from the GraphQL
- * request's header or the message (`getRpcKey`), the outcome is the returned value.
+ * What the GraphQL, RPC and NATS adapters share: the outcome is the returned value, the key and
+ * the request come from the adapter's `ValueRequest`.
  */
 export class ValueIdempotency {
   /** Per call: a class-level and a method-level `@Idempotent()` both attach the interceptor. */
   private readonly handled = new WeakSet<object>();
   private readonly requests: RequestScope;
 
-  constructor(
-    private readonly options: ResolvedIdempotencyOptions,
-    private readonly coordinator: IdempotencyCoordinator,
-    private readonly logger: Logger,
-  ) {
-    this.requests = new RequestScope(options.getUserId, logger);
+  private readonly options: ResolvedIdempotencyOptions;
+  private readonly coordinator: IdempotencyCoordinator;
+  private readonly logger: Logger;
+
+  constructor(deps: TransportDeps) {
+    this.options = deps.options;
+    this.coordinator = deps.coordinator;
+    this.logger = deps.logger;
+    this.requests = new RequestScope(this.options.getUserId, this.logger);
   }
 
-  intercept(context: ExecutionContext, route: IdempotentRoute, next: CallHandler) {
+  intercept(
+    context: ExecutionContext,
+    route: IdempotentRoute,
+    next: CallHandler,
+    type: ValueType,
+    read: () => ValueRequest,
+  ) {
     const args = context.getArgs();
-    const type = context.getType<ValueType>();
-    // Field resolvers and queries are reads: only a mutation's outcome is deduplicated.
-    if (type === 'graphql' && !isMutationField(args[3] as GqlInfo)) return next.handle();
     if (this.handled.has(args)) return next.handle();
     this.handled.add(args);
-    const request =
-      type === 'graphql'
-        ? graphqlRequest(context, this.options)
-        : rpcRequest(context, this.options);
+    const request = read();
     const carrier = contextCarrier(context);
     return afterDecision(() => this.route(type, request, route, carrier, next));
   }

@@ -1,0 +1,148 @@
+import type { CallHandler, ExecutionContext } from '@nestjs/common';
+import { type Observable, of } from 'rxjs';
+import { ProblemCode, REPLAYED_HEADER } from '../../idempotency.constants.js';
+import { NOT_REPLAYABLE_DETAILS } from '../../idempotency.problems.js';
+import {
+  InvalidIdempotencyKeyError,
+  parseIdempotencyKey,
+} from '../../request/idempotency-key.parser.js';
+import type { Replay } from '../../execution/idempotency.coordinator.js';
+import { afterDecision, type RoutedCall } from '../../request/routed-call.js';
+import type { IdempotentRoute } from '../../execution/idempotent-route.resolver.js';
+import {
+  hasBody,
+  type PlatformResponse,
+  rawHeaders,
+  rawResponse,
+  routeEndpoint,
+} from '../../request/http-adapter.utils.js';
+import type { IdempotencyRequest } from '../../interfaces/idempotency-module-options.interface.js';
+import type { IdempotencyScope } from '../../interfaces/idempotency-store.interface.js';
+import { RequestScope } from '../../request/request-scope.js';
+import type {
+  TransportAdapter,
+  TransportAdapterFactory,
+  TransportDeps,
+} from '../transport-adapter.interface.js';
+import { HttpRefusals } from './http-refusals.js';
+import { holdCapture } from './response-capture.js';
+import { replayOnly, scopeMethod } from './head-requests.js';
+import { replayStoredResponse } from './response-replay.js';
+
+const HANDLED = Symbol('nestjs-pg-idempotency:handled');
+
+/**
+ * HTTP (Express, Fastify): reads the key header and the request, then writes the replay, the
+ * problem response, or holds the handler's response at the socket while it is stored.
+ */
+class HttpTransport implements TransportAdapter {
+  private readonly requests: RequestScope;
+  private readonly refusals: HttpRefusals;
+
+  constructor(private readonly deps: TransportDeps) {
+    this.requests = new RequestScope(deps.options.getUserId, deps.logger);
+    this.refusals = new HttpRefusals(deps.options);
+  }
+
+  matches(context: ExecutionContext): boolean {
+    return context.getType<string>() === 'http';
+  }
+
+  intercept(context: ExecutionContext, route: IdempotentRoute, next: CallHandler) {
+    const { options, coordinator } = this.deps;
+    const http = context.switchToHttp();
+    const req = http.getRequest();
+    const res = http.getResponse();
+    // A controller-level and a method-level @Idempotent() both attach this interceptor: once only.
+    if (req[HANDLED]) return next.handle();
+    req[HANDLED] = true;
+
+    let key: string | undefined;
+    try {
+      key = parseIdempotencyKey(rawHeaders(req), options.headerName);
+    } catch (err) {
+      if (!(err instanceof InvalidIdempotencyKeyError)) throw err;
+      throw this.refusals.problem(res, 400, ProblemCode.KeyInvalid, { detail: err.message });
+    }
+    if (key === undefined) {
+      if (!route.required) return next.handle();
+      throw this.refusals.problem(res, 400, ProblemCode.KeyMissing);
+    }
+    const method = scopeMethod(context, req);
+    const endpoint = route.endpoint ?? routeEndpoint(req, method);
+    const userId = this.refusals.refusing(res, () => this.requests.userId(req, endpoint));
+    const selected = options.fingerprint(req);
+    if (selected === undefined && hasBody(req)) {
+      // A body nothing parsed cannot be compared: reusing the key with another body would replay.
+      throw this.refusals.problem(res, 415, ProblemCode.BodyUnreadable);
+    }
+    const hash = this.refusals.refusing(res, () =>
+      this.requests.fingerprint(req, endpoint, selected, method),
+    );
+    const scope = { key, endpoint, userId };
+    if (typeof hash === 'string') {
+      // A hot replay: answered here, without a promise or a claim.
+      const cached = coordinator.cachedReplay(scope, hash);
+      if (cached) return this.replay(route, res, cached);
+    } else {
+      // Awaited once the call is subscribed; not an unhandled rejection before that.
+      hash.catch(() => undefined);
+    }
+    const onlyReplay = replayOnly(req, method);
+    return afterDecision(() => this.claimAndRoute(route, req, res, scope, hash, next, onlyReplay));
+  }
+
+  private async claimAndRoute(
+    route: IdempotentRoute,
+    req: IdempotencyRequest,
+    res: PlatformResponse,
+    scope: IdempotencyScope,
+    hash: string | Promise<string>,
+    next: CallHandler,
+    onlyReplay: boolean,
+  ): Promise<RoutedCall> {
+    const requestHash = typeof hash === 'string' ? hash : await hash;
+    const attempt = { scope, requestHash, route, replayOnly: onlyReplay };
+    const decision = await this.deps.coordinator.decide(attempt);
+    switch (decision.type) {
+      case 'replay':
+        return { result: this.replay(route, res, decision) };
+      case 'reject':
+        throw this.refusals.reject(res, decision.code);
+      case 'execute': {
+        const { execution } = decision;
+        if (onlyReplay) {
+          // A store without `peek` claimed: free the key at once.
+          await execution.cancel();
+          throw this.refusals.problem(res, 404, ProblemCode.NothingToReplay);
+        }
+        const hold = holdCapture(rawResponse(res), this.deps.options.replayHeaders);
+        return { result: execution.run(req, next, hold), cancel: () => execution.cancel() };
+      }
+    }
+  }
+
+  private replay(
+    route: IdempotentRoute,
+    res: PlatformResponse,
+    replay: Replay,
+  ): Observable<unknown> {
+    const { coordinator } = this.deps;
+    const stored = replay.response;
+    if (stored.body === null) {
+      coordinator.answered(replay);
+      throw this.refusals.problem(res, 409, ProblemCode.NotReplayable, {
+        detail: NOT_REPLAYABLE_DETAILS[stored.omitted ?? 'too_large'],
+        extensions: { original_status: stored.statusCode },
+      });
+    }
+    replayStoredResponse(res, stored, {
+      replayedHeader: REPLAYED_HEADER,
+      ownsResponse: route.ownsResponse,
+      sent: () => coordinator.answered(replay),
+    });
+    return of(undefined);
+  }
+}
+
+export const httpTransport: TransportAdapterFactory = (deps) => new HttpTransport(deps);
