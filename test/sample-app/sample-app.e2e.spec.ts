@@ -1,6 +1,7 @@
 /**
  * The sample payments service (sample-app/), in-process on a real port, against a fresh database
- * migrated by the app itself (`migrationsRun: true`): the library used exactly as a user would.
+ * migrated by the app itself: the library used exactly as a user would. Every assertion runs
+ * against both flavours: plain `pg` (the default) and TypeORM (`SAMPLE_ORM=typeorm`).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
@@ -13,6 +14,7 @@ import { parseNamedQueries } from '../fixtures/named-queries.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 import { CardProcessor } from '../../sample-app/src/payments/card-processor.service.js';
 import { waitFor } from '../reliability/support.js';
+import type { SampleOrm } from '../../sample-app/src/sample.options.js';
 
 const SLOW_MS = 300;
 const PROBLEM = 'application/problem+json';
@@ -24,7 +26,32 @@ interface Call {
   body?: unknown;
 }
 
-describe('sample-app: payments service with Idempotency-Key', () => {
+/** Where each flavour records its migrations: the library's first, then the sample's own. */
+const FLAVOURS: {
+  orm: SampleOrm;
+  migrations: string;
+  first: string;
+  last: string;
+  /** The other flavour's migrations table, which this one never creates. */
+  other: string;
+}[] = [
+  {
+    orm: 'pg',
+    other: 'migrations',
+    migrations: 'SELECT name FROM idempotency_keys_migrations ORDER BY name',
+    first: '001_idempotency_keys.sql',
+    last: '006_recovery_points.sql',
+  },
+  {
+    orm: 'typeorm',
+    other: 'idempotency_keys_migrations',
+    migrations: 'SELECT name FROM migrations ORDER BY id',
+    first: 'CreateIdempotencyKeys1764680000000',
+    last: 'CreatePaymentsAndRefunds1764700000000',
+  },
+];
+
+describe.each(FLAVOURS)('sample-app ($orm): payments service with Idempotency-Key', (flavour) => {
   let db: TestDatabase;
   let app: INestApplication;
   let url: string;
@@ -35,6 +62,7 @@ describe('sample-app: payments service with Idempotency-Key', () => {
       await NestFactory.create(
         AppModule.forRoot({
           databaseUrl: db.url,
+          orm: flavour.orm,
           slowMs: SLOW_MS,
           // Records are moved through time with SQL here, which an in-memory replay cache cannot see.
           idempotency: { replayCache: false },
@@ -67,11 +95,10 @@ describe('sample-app: payments service with Idempotency-Key', () => {
   const charge = { amount: 1999, currency: 'eur', source: 'tok_visa' };
 
   it("creates its schema through the migrations: the library's first, then its own", async () => {
-    const names = (await sql<{ name: string }>('SELECT name FROM migrations ORDER BY id')).map(
-      (r) => r.name,
-    );
-    expect(names[0]).toBe('CreateIdempotencyKeys1764680000000');
-    expect(names[names.length - 1]).toBe('CreatePaymentsAndRefunds1764700000000');
+    const names = (await sql<{ name: string }>(flavour.migrations)).map((r) => r.name);
+    expect(names[0]).toBe(flavour.first);
+    expect(names[names.length - 1]).toBe(flavour.last);
+    expect(await sql('SELECT to_regclass($1)::text AS t', [flavour.other])).toEqual([{ t: null }]);
     const tables = await sql<{ t: string | null }>(
       `SELECT to_regclass(t)::text AS t FROM unnest(ARRAY['payments', 'refunds', 'idempotency_keys']) AS t`,
     );
