@@ -1,6 +1,9 @@
 import type { IdempotencyModuleOptions } from '../../lib/index.js';
 import type { SampleAppOptions } from './sample.options.js';
 
+/** The sample's connections in `pg_stat_activity` (both flavours open one pool, named so). */
+export const SAMPLE_APPLICATION_NAME = 'payments-sample';
+
 /** Replayable for 24 h; records are kept 7 more days for reconciliation (see sql/reconciliation). */
 export const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
 export const IDEMPOTENCY_RETENTION_SECONDS = 7 * 24 * 3600;

@@ -7,7 +7,7 @@ import {
 } from '@nestjs/common';
 import pg from 'pg';
 import { IdempotencyModule, migrate } from '../../../lib/index.js';
-import { idempotencySettings } from '../idempotency.settings.js';
+import { idempotencySettings, SAMPLE_APPLICATION_NAME } from '../idempotency.settings.js';
 import { Ledger } from '../payments/ledger.js';
 import type { SampleAppOptions } from '../sample.options.js';
 import { sampleSchemaSql } from '../sample-schema.js';
@@ -19,7 +19,11 @@ export const PG_POOL = Symbol('PG_POOL');
 /** The app's one pg pool, migrated before anything uses it, and ended when the app closes. */
 async function openPool(options: SampleAppOptions): Promise<pg.Pool> {
   const logger = new Logger('PgPool');
-  const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 10 });
+  const pool = new pg.Pool({
+    connectionString: options.databaseUrl,
+    max: 10,
+    application_name: SAMPLE_APPLICATION_NAME,
+  });
   pool.on('error', (error) => logger.warn(`idle connection failed: ${error.message}`));
   if (options.logSql) logStatements(pool, logger);
   try {

@@ -3,7 +3,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { IdempotencyModule, typeormTransactions } from '../../../lib/index.js';
 import { idempotencyMigrations } from '../../../migrations/index.js';
-import { idempotencySettings } from '../idempotency.settings.js';
+import { idempotencySettings, SAMPLE_APPLICATION_NAME } from '../idempotency.settings.js';
 import { Ledger } from '../payments/ledger.js';
 import type { SampleAppOptions } from '../sample.options.js';
 import { sampleMigrations } from './migrations/index.js';
@@ -27,6 +27,7 @@ export class TypeOrmDatabaseModule {
           useFactory: () => ({
             type: 'postgres',
             url: options.databaseUrl,
+            applicationName: SAMPLE_APPLICATION_NAME,
             entities: [PaymentEntity, RefundEntity],
             migrations: [...idempotencyMigrations, ...sampleMigrations],
             migrationsRun: true,
