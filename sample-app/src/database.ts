@@ -223,7 +223,7 @@ function parsePort(raw: string | undefined): number {
 }
 
 /** The nearest folder above this file with a package.json (works from src/ and from dist-sample/). */
-function repoRoot(): string {
+export function repoRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   while (!existsSync(join(dir, 'package.json'))) {
     const parent = dirname(dir);

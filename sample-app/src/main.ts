@@ -4,7 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import { randomUUID } from 'node:crypto';
 import { AppModule, configureApp } from './app.module.js';
 import { startDatabase, type SampleDatabase } from './database.js';
-import { slowMsFromEnv } from './sample.options.js';
+import { ormFromEnv, slowMsFromEnv } from './sample.options.js';
 import { startPrometheus } from './telemetry.js';
 
 const logger = new Logger('SampleApp');
@@ -44,13 +44,16 @@ async function bootstrap(): Promise<void> {
   const port = Number(process.env.PORT ?? 3000);
   const host = process.env.HOST ?? '127.0.0.1';
   await startPrometheus(logger);
+  const orm = ormFromEnv();
   db = await startDatabase((message) => logger.log(message));
   logger.log(`Database: ${db.description}`);
+  logger.log(`Data access: ${orm === 'pg' ? 'plain pg (SAMPLE_ORM=typeorm: TypeORM)' : 'TypeORM'}`);
 
   app = configureApp(
     await NestFactory.create(
       AppModule.forRoot({
         databaseUrl: db.url,
+        orm,
         slowMs: slowMsFromEnv(),
         logSql: process.env.SAMPLE_LOG_SQL === '1',
       }),

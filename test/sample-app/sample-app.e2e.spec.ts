@@ -1,6 +1,7 @@
 /**
  * The sample payments service (sample-app/), in-process on a real port, against a fresh database
- * migrated by the app itself (`migrationsRun: true`): the library used exactly as a user would.
+ * migrated by the app itself: the library used exactly as a user would. Every assertion runs
+ * against both flavours: plain `pg` (the default) and TypeORM (`SAMPLE_ORM=typeorm`).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
@@ -13,6 +14,10 @@ import { parseNamedQueries } from '../fixtures/named-queries.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 import { CardProcessor } from '../../sample-app/src/payments/card-processor.service.js';
 import { waitFor } from '../reliability/support.js';
+import type { SampleOrm } from '../../sample-app/src/sample.options.js';
+import { PG_POOL } from '../../sample-app/src/pg/pg-database.module.js';
+import type pg from 'pg';
+import { DataSource } from 'typeorm';
 
 const SLOW_MS = 300;
 const PROBLEM = 'application/problem+json';
@@ -24,10 +29,40 @@ interface Call {
   body?: unknown;
 }
 
-describe('sample-app: payments service with Idempotency-Key', () => {
+/** Where each flavour records its migrations: the library's first, then the sample's own. */
+const FLAVOURS: {
+  orm: SampleOrm;
+  migrations: string;
+  first: string;
+  last: string;
+  /** The other flavour's migrations table, which this one never creates. */
+  other: string;
+  /** The app's one pool: its own `pg.Pool`, or the DataSource's. */
+  pool(app: INestApplication): pg.Pool;
+}[] = [
+  {
+    orm: 'pg',
+    pool: (app) => app.get(PG_POOL),
+    other: 'migrations',
+    migrations: 'SELECT name FROM idempotency_keys_migrations ORDER BY name',
+    first: '001_idempotency_keys.sql',
+    last: '006_recovery_points.sql',
+  },
+  {
+    orm: 'typeorm',
+    pool: (app) => (app.get(DataSource).driver as unknown as { master: pg.Pool }).master,
+    other: 'idempotency_keys_migrations',
+    migrations: 'SELECT name FROM migrations ORDER BY id',
+    first: 'CreateIdempotencyKeys1764680000000',
+    last: 'CreatePaymentsAndRefunds1764700000000',
+  },
+];
+
+describe.each(FLAVOURS)('sample-app ($orm): payments service with Idempotency-Key', (flavour) => {
   let db: TestDatabase;
   let app: INestApplication;
   let url: string;
+  let checks: DataSource;
 
   beforeAll(async () => {
     db = await createTestDatabase('sample_app');
@@ -35,6 +70,7 @@ describe('sample-app: payments service with Idempotency-Key', () => {
       await NestFactory.create(
         AppModule.forRoot({
           databaseUrl: db.url,
+          orm: flavour.orm,
           slowMs: SLOW_MS,
           // Records are moved through time with SQL here, which an in-memory replay cache cannot see.
           idempotency: { replayCache: false },
@@ -46,7 +82,8 @@ describe('sample-app: payments service with Idempotency-Key', () => {
     );
     await app.listen(0, '127.0.0.1');
     url = `http://127.0.0.1:${app.getHttpServer().address().port}`;
-    await db.dataSource.initialize(); // for assertions, beside the app's own DataSource
+    // For assertions, beside the app's own connections (named apart in pg_stat_activity).
+    checks = await db.newDataSource({ applicationName: 'sample-test' }).initialize();
   }, 60_000);
 
   afterAll(async () => {
@@ -61,17 +98,16 @@ describe('sample-app: payments service with Idempotency-Key', () => {
   const auth = (user?: string): [string, string][] =>
     user ? [['Authorization', `Bearer ${user}`]] : [];
   const sql = <T = Record<string, any>>(text: string, params: unknown[] = []): Promise<T[]> =>
-    db.dataSource.query(text, params);
+    checks.query(text, params);
   const records = (key: string) =>
     sql('SELECT * FROM idempotency_keys WHERE idempotency_key = $1 ORDER BY user_id', [key]);
   const charge = { amount: 1999, currency: 'eur', source: 'tok_visa' };
 
   it("creates its schema through the migrations: the library's first, then its own", async () => {
-    const names = (await sql<{ name: string }>('SELECT name FROM migrations ORDER BY id')).map(
-      (r) => r.name,
-    );
-    expect(names[0]).toBe('CreateIdempotencyKeys1764680000000');
-    expect(names[names.length - 1]).toBe('CreatePaymentsAndRefunds1764700000000');
+    const names = (await sql<{ name: string }>(flavour.migrations)).map((r) => r.name);
+    expect(names[0]).toBe(flavour.first);
+    expect(names[names.length - 1]).toBe(flavour.last);
+    expect(await sql('SELECT to_regclass($1)::text AS t', [flavour.other])).toEqual([{ t: null }]);
     const tables = await sql<{ t: string | null }>(
       `SELECT to_regclass(t)::text AS t FROM unnest(ARRAY['payments', 'refunds', 'idempotency_keys']) AS t`,
     );
@@ -413,5 +449,39 @@ describe('sample-app: payments service with Idempotency-Key', () => {
     expect(
       await sql(`SELECT 1 FROM idempotency_keys WHERE status_code IN (402, 404)`),
     ).toHaveLength(2);
+  });
+
+  // Last: the reconciliation above counts the payments made before it.
+  it("opens one pool: every connection of the app's is one of that pool's", async () => {
+    const key = randomUUID();
+    expect((await post('/payments', { user: 'olga', key, body: charge })).status).toBe(201);
+    expect((await post('/payments', { user: 'olga', key, body: charge })).status).toBe(201);
+    // Other connections than the checks' own, by name, next to the pool's own count of them.
+    const pool = flavour.pool(app);
+    const observed = async () => ({
+      connections: await sql<{ app: string; n: number }>(
+        `SELECT application_name AS app, count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = $1 AND backend_type = 'client backend' AND application_name <> 'sample-test'
+          GROUP BY 1`,
+        [db.name],
+      ),
+      pooled: pool.totalCount,
+    });
+    const expected = (pooled: number) => ({
+      connections: [{ app: 'payments-sample', n: pooled }],
+      pooled,
+    });
+    // A connection the pool just let go of (idle timeout) leaves pg_stat_activity a moment later.
+    await waitFor(
+      'pg_stat_activity to settle',
+      async () => {
+        const now = await observed();
+        return JSON.stringify(now) === JSON.stringify(expected(now.pooled));
+      },
+      5_000,
+    ).catch(() => undefined);
+    const now = await observed();
+    expect(now.pooled).toBeGreaterThan(0);
+    expect(now).toEqual(expected(now.pooled));
   });
 });

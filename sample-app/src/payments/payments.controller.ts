@@ -8,10 +8,10 @@ import {
   Post,
   Query,
 } from '@nestjs/common';
-import { DataSource } from 'typeorm';
 import { Idempotent, IdempotencyContext, IdempotencyCtx } from '../../../lib/index.js';
 import { CurrentUser, type SampleUser } from '../auth/bearer-auth.guard.js';
 import { apiError } from './api-errors.js';
+import type { Ledger } from './ledger.js';
 import { CreatePaymentDto, CreateRefundDto } from './payments.dto.js';
 import { PaymentsService } from './payments.service.js';
 import { paymentView, refundView } from './views.js';
@@ -21,27 +21,24 @@ const transactionId = (body: unknown) => (body as { id?: string } | null)?.id;
 
 @Controller('payments')
 export class PaymentsController {
-  constructor(
-    private readonly payments: PaymentsService,
-    private readonly dataSource: DataSource,
-  ) {}
+  constructor(private readonly payments: PaymentsService) {}
 
   @Post()
   @Idempotent({ required: true, transactional: true, transactionId })
   async create(
     @CurrentUser() user: SampleUser,
     @Body() dto: CreatePaymentDto,
-    @IdempotencyCtx() idem?: IdempotencyContext,
+    @IdempotencyCtx() idem: IdempotencyContext<Ledger>,
   ) {
-    // Transactional mode: the payment row commits together with the idempotency record.
-    const manager = idem?.manager ?? this.dataSource.manager;
-    // `required: true`: there is always a key, so always a context. A re-run after a crash (the
-    // lease ended before the completion) sends the processor the same derived key: no second charge.
-    const payment = await this.payments.charge(manager, user.id, dto, idem!.keyFor('charge'));
+    // `required: true` and `transactional: true`: there is always a key, so always a context, and
+    // `idem.manager` is the Ledger on the transaction that also completes the idempotency record.
+    // A re-run after a crash (the lease ended before the completion) sends the processor the same
+    // derived key: no second charge.
+    const payment = await this.payments.charge(idem.manager!, user.id, dto, idem.keyFor('charge'));
     if (payment.status === 'declined') {
       // The decline is a final answer: recorded in the ledger, stored and replayed as this 402.
       // Its body has no `id`, so link the record to the declined payment explicitly.
-      idem?.setTransactionId(payment.id);
+      idem.setTransactionId(payment.id);
       throw apiError(402, {
         type: 'card_error',
         code: 'card_declined',
@@ -59,10 +56,9 @@ export class PaymentsController {
     @CurrentUser() user: SampleUser,
     @Param('id') paymentId: string,
     @Body() dto: CreateRefundDto,
-    @IdempotencyCtx() idem?: IdempotencyContext,
+    @IdempotencyCtx() idem: IdempotencyContext<Ledger>,
   ) {
-    const manager = idem?.manager ?? this.dataSource.manager;
-    return refundView(await this.payments.refund(manager, user.id, paymentId, dto.amount));
+    return refundView(await this.payments.refund(idem.manager!, user.id, paymentId, dto.amount));
   }
 
   @Get()

@@ -1,21 +1,20 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource, type EntityManager } from 'typeorm';
 import { apiError, notFound } from './api-errors.js';
 import { CardProcessor } from './card-processor.service.js';
 import { newId } from './ids.js';
-import { Payment } from './payment.entity.js';
+import { Ledger, type Payment, type Refund } from './ledger.js';
 import type { CreatePaymentDto } from './payments.dto.js';
-import { Refund } from './refund.entity.js';
 
 /**
- * Ledger writes take the caller's `EntityManager`: under `@Idempotent({ transactional: true })`
- * that is the manager of the transaction that also completes the idempotency record.
+ * Writes take the caller's `Ledger`: under `@Idempotent({ transactional: true })` that is
+ * `idem.manager`, on the transaction that also completes the idempotency record. Reads use the
+ * injected one, outside any transaction.
  */
 @Injectable()
 export class PaymentsService {
   constructor(
     private readonly processor: CardProcessor,
-    private readonly dataSource: DataSource,
+    private readonly ledger: Ledger,
   ) {}
 
   /**
@@ -24,7 +23,7 @@ export class PaymentsService {
    * after a crash is not charged twice.
    */
   async charge(
-    manager: EntityManager,
+    tx: Ledger,
     userId: string,
     dto: CreatePaymentDto,
     processorKey: string,
@@ -35,7 +34,7 @@ export class PaymentsService {
       dto.amount,
       dto.currency,
     );
-    const payment = manager.create(Payment, {
+    return tx.insertPayment({
       id: newId('pay'),
       userId,
       amount: dto.amount,
@@ -45,75 +44,53 @@ export class PaymentsService {
       amountRefunded: 0,
       failureCode: result.outcome === 'declined' ? result.code : null,
     });
-    await manager.insert(Payment, payment); // fills createdAt from the database (RETURNING)
-    return payment;
   }
 
-  /** Refunds part or all of a payment; the payment row is locked so refunds cannot overshoot. */
-  refund(
-    manager: EntityManager,
-    userId: string,
-    paymentId: string,
-    amount: number,
-  ): Promise<Refund> {
-    // A nested transaction becomes a savepoint when `manager` is already transactional.
-    return manager.transaction(async (tx) => {
-      const payment = await tx.findOne(Payment, {
-        where: { id: paymentId, userId },
-        lock: { mode: 'pessimistic_write' },
+  /**
+   * Refunds part or all of a payment. The payment row stays locked until the handler's
+   * transaction commits, so concurrent refunds cannot overshoot.
+   */
+  async refund(tx: Ledger, userId: string, paymentId: string, amount: number): Promise<Refund> {
+    const payment = await tx.lockPayment(paymentId, userId);
+    if (!payment) throw notFound('payment', paymentId);
+    if (payment.status === 'declined') {
+      throw apiError(400, {
+        type: 'invalid_request_error',
+        code: 'charge_not_refundable',
+        message: `Payment ${paymentId} was declined; there is nothing to refund`,
       });
-      if (!payment) throw notFound('payment', paymentId);
-      if (payment.status === 'declined') {
-        throw apiError(400, {
-          type: 'invalid_request_error',
-          code: 'charge_not_refundable',
-          message: `Payment ${paymentId} was declined; there is nothing to refund`,
-        });
-      }
-      const remaining = payment.amount - payment.amountRefunded;
-      if (amount > remaining) {
-        throw apiError(400, {
-          type: 'invalid_request_error',
-          code: 'amount_too_large',
-          message: `Refund amount (${amount}) is greater than the unrefunded amount (${remaining})`,
-          param: 'amount',
-        });
-      }
-      const refund = tx.create(Refund, { id: newId('re'), paymentId, userId, amount });
-      await tx.insert(Refund, refund);
-      const refunded = payment.amountRefunded + amount;
-      await tx.update(
-        Payment,
-        { id: paymentId },
-        {
-          amountRefunded: refunded,
-          status: refunded === payment.amount ? 'refunded' : 'partially_refunded',
-        },
-      );
-      return refund;
-    });
+    }
+    const remaining = payment.amount - payment.amountRefunded;
+    if (amount > remaining) {
+      throw apiError(400, {
+        type: 'invalid_request_error',
+        code: 'amount_too_large',
+        message: `Refund amount (${amount}) is greater than the unrefunded amount (${remaining})`,
+        param: 'amount',
+      });
+    }
+    const refund = await tx.insertRefund({ id: newId('re'), paymentId, userId, amount });
+    const refunded = payment.amountRefunded + amount;
+    await tx.setRefunded(
+      paymentId,
+      refunded,
+      refunded === payment.amount ? 'refunded' : 'partially_refunded',
+    );
+    return refund;
   }
 
   list(userId: string, limit: number): Promise<Payment[]> {
-    return this.dataSource.manager.find(Payment, {
-      where: { userId },
-      order: { createdAt: 'DESC', id: 'DESC' },
-      take: limit,
-    });
+    return this.ledger.listPayments(userId, limit);
   }
 
   async get(userId: string, id: string): Promise<{ payment: Payment; refunds: Refund[] }> {
-    const payment = await this.dataSource.manager.findOneBy(Payment, { id, userId });
+    const payment = await this.ledger.findPayment(id, userId);
     if (!payment) throw notFound('payment', id);
-    const refunds = await this.dataSource.manager.find(Refund, {
-      where: { paymentId: id },
-      order: { createdAt: 'ASC', id: 'ASC' },
-    });
-    return { payment, refunds };
+    return { payment, refunds: await this.ledger.refundsOf(id) };
   }
 
   async getRefund(userId: string, id: string): Promise<Refund> {
-    const refund = await this.dataSource.manager.findOneBy(Refund, { id, userId });
+    const refund = await this.ledger.findRefund(id, userId);
     if (!refund) throw notFound('refund', id);
     return refund;
   }

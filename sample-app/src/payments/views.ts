@@ -1,5 +1,4 @@
-import type { Payment } from './payment.entity.js';
-import type { Refund } from './refund.entity.js';
+import type { Payment, Refund } from './ledger.js';
 
 /** The JSON a client sees; also what the idempotency record stores and replays. */
 export const paymentView = (p: Payment, refunds?: Refund[]) => ({

@@ -1,7 +1,8 @@
 import { Column, CreateDateColumn, Entity, PrimaryColumn } from 'typeorm';
+import type { Refund } from '../payments/ledger.js';
 
 @Entity('refunds')
-export class Refund {
+export class RefundEntity implements Refund {
   /** `re_<random>` */
   @PrimaryColumn('text')
   id!: string;

@@ -1,10 +1,9 @@
 import { Column, CreateDateColumn, Entity, PrimaryColumn } from 'typeorm';
-
-export type PaymentStatus = 'succeeded' | 'declined' | 'partially_refunded' | 'refunded';
+import type { Payment, PaymentStatus } from '../payments/ledger.js';
 
 /** A row of the ledger. The table comes from the sample's migration, never from `synchronize`. */
 @Entity('payments')
-export class Payment {
+export class PaymentEntity implements Payment {
   /** `pay_<random>` */
   @PrimaryColumn('text')
   id!: string;
