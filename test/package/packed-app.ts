@@ -56,6 +56,8 @@ export interface PackedAppSpec {
   sourcesFrom?: string;
   /** Compile with the app's own `typescript` on this tsconfig (as `nest build` does); else the repo's on `tsconfig.json`. */
   ownTsc?: string;
+  /** Runs in the installed app before it compiles (a code generator, as the app's build would). */
+  beforeBuild?: (dir: string) => Promise<unknown>;
 }
 
 /** Copies, installs and compiles the app into `<parent>/<name>`; returns its folder. */
@@ -76,6 +78,7 @@ export async function prepareApp(parent: string, spec: PackedAppSpec): Promise<s
     dir,
     150_000,
   );
+  await spec.beforeBuild?.(dir);
   const tsc = spec.ownTsc ? join(dir, 'node_modules') : join(ROOT, 'node_modules');
   await run(
     process.execPath,

@@ -1,34 +1,26 @@
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
-import { prepareApp, ROOT, run, startApp, type RunningApp } from './packed-app.js';
+import { prepareApp, run, startApp, type PackedAppSpec, type RunningApp } from './packed-app.js';
+import { chargeTwice, expectPaymentCommittedWithRecord, recordOf } from './packed-requests.js';
+import { APP_DEPS, deps, packTarball, REQUIRED_PEERS } from './packed-tarball.js';
+import { toolAppSpecs } from './tool-apps.js';
 
 /**
- * What an npm user gets: `npm run build`, `npm pack`, then two fresh apps outside the repo that
+ * What an npm user gets: `npm run build`, `npm pack`, then fresh apps outside the repo that
  * install the tarball with the peer dependencies the README lists. `cjs-app` is a classic
  * CommonJS Nest app (module commonjs, node10 resolution); `esm-app` is an ES-module app without
- * @nestjs/typeorm and without @nestjs/schedule; `cli-esm-app` is the README's quick start in the
- * app the Nest 12 CLI generates (ES modules, TypeScript 6, vitest), with its own tests.
+ * @nestjs/typeorm and without @nestjs/schedule, whose handler writes through TypeORM;
+ * `cli-esm-app` is the README's quick start in the app the Nest 12 CLI generates (ES modules,
+ * TypeScript 6, vitest), with its own tests; `pg-app`, `drizzle-app` and `prisma-app` run on
+ * their own pg pool without TypeORM (tool-apps.ts). All install at once.
  */
-const repo = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
-const versionOf = (name: string): string =>
-  repo.peerDependencies[name] ?? repo.devDependencies[name];
-const deps = (names: string[], tarball: string) => ({
-  'nestjs-pg-idempotency': `file:${tarball}`,
-  ...Object.fromEntries(names.map((name) => [name, versionOf(name)])),
-});
-const REQUIRED_PEERS = Object.keys(repo.peerDependencies).filter(
-  (name) => !repo.peerDependenciesMeta?.[name]?.optional,
-);
 /** These apps build a TypeORM DataSource: an optional peer they install themselves. */
 const TYPEORM_APP = [...REQUIRED_PEERS, 'typeorm'];
-const APP_DEPS = ['@nestjs/platform-express', '@types/node'];
 /** The devDependencies of @nestjs/schematics 12's ts-esm template that build and test the app. */
 const CLI_DEV_DEPS = {
   typescript: '^6.0.2',
@@ -37,55 +29,20 @@ const CLI_DEV_DEPS = {
   '@types/node': '^24.0.0',
 };
 
-async function chargeTwice(app: RunningApp, headers: Record<string, string> = {}) {
-  const key = randomUUID();
-  const post = () =>
-    fetch(new URL('/payments', app.url), {
-      method: 'POST',
-      headers: { 'Idempotency-Key': key, 'Content-Type': 'application/json', ...headers },
-      body: JSON.stringify({ amount: 500, currency: 'eur' }),
-    }).then(async (res) => ({ res, body: await res.text() }));
-  const first = await post();
-  const second = await post();
-  return { key, first, second };
-}
-
-/** Columns of the key's record in the app's database. */
-async function recordOf(db: TestDatabase, columns: string, key: string) {
-  const client = new pg.Client({ connectionString: db.url });
-  await client.connect();
-  try {
-    const sql = `SELECT ${columns} FROM idempotency_keys WHERE idempotency_key = $1`;
-    return (await client.query(sql, [key])).rows;
-  } finally {
-    await client.end();
-  }
-}
-
 describe('the packed npm package', () => {
   let temp: string;
   let packedFiles: string[];
-  let cjsDir: string;
-  let esmDir: string;
-  let cliDir: string;
+  const dirs: Record<string, string> = {};
   const databases: TestDatabase[] = [];
   const apps: RunningApp[] = [];
 
   beforeAll(async () => {
     temp = await mkdtemp(join(tmpdir(), 'nestjs-pg-idempotency-pack-'));
-    await run('npm', ['run', 'build'], ROOT, 120_000);
-    const { stdout } = await run(
-      'npm',
-      ['pack', '--ignore-scripts', '--json', '--pack-destination', temp],
-      ROOT,
-      60_000,
-    );
-    const [packed] = JSON.parse(stdout) as [{ filename: string; files: { path: string }[] }];
-    packedFiles = packed.files.map((f) => f.path);
-    const tarball = join(temp, packed.filename);
-    // allSettled: one failed install must not leave the others writing after afterAll's rm.
-    const prepared = await Promise.allSettled([
-      prepareApp(temp, {
+    const packed = await packTarball(temp);
+    packedFiles = packed.files;
+    const { tarball } = packed;
+    const specs: PackedAppSpec[] = [
+      {
         name: 'cjs-app',
         type: 'commonjs',
         sourcesFrom: 'cli-esm-app', // the quick start; its `.js` imports compile to CommonJS too
@@ -93,13 +50,13 @@ describe('the packed npm package', () => {
           [...TYPEORM_APP, '@nestjs/schedule', '@nestjs/typeorm', ...APP_DEPS],
           tarball,
         ),
-      }),
-      prepareApp(temp, {
+      },
+      {
         name: 'esm-app',
         type: 'module',
         dependencies: deps([...TYPEORM_APP, ...APP_DEPS], tarball),
-      }),
-      prepareApp(temp, {
+      },
+      {
         name: 'cli-esm-app',
         type: 'module',
         dependencies: deps(
@@ -108,11 +65,14 @@ describe('the packed npm package', () => {
         ),
         devDependencies: CLI_DEV_DEPS,
         ownTsc: 'tsconfig.build.json',
-      }),
-    ]);
-    [cjsDir, esmDir, cliDir] = prepared.map((p) => {
+      },
+      ...toolAppSpecs(tarball),
+    ];
+    // allSettled: one failed install must not leave the others writing after afterAll's rm.
+    const prepared = await Promise.allSettled(specs.map((spec) => prepareApp(temp, spec)));
+    prepared.forEach((p, i) => {
       if (p.status === 'rejected') throw p.reason;
-      return p.value;
+      dirs[specs[i].name] = p.value;
     });
   }, 420_000);
 
@@ -150,10 +110,10 @@ describe('the packed npm package', () => {
     );
     // What docs/reconciliation.md points to, by its package path (the `exports` map lets it resolve).
     expect(
-      createRequire(join(cjsDir, 'package.json')).resolve(
+      createRequire(join(dirs['cjs-app'], 'package.json')).resolve(
         'nestjs-pg-idempotency/sql/reconciliation.sql',
       ),
-    ).toBe(join(cjsDir, 'node_modules/nestjs-pg-idempotency/sql/reconciliation.sql'));
+    ).toBe(join(dirs['cjs-app'], 'node_modules/nestjs-pg-idempotency/sql/reconciliation.sql'));
     expect(packedFiles.filter((f) => !/^(dist|migrations|sql)\//.test(f)).sort()).toEqual([
       'LICENSE',
       'README.md',
@@ -162,7 +122,7 @@ describe('the packed npm package', () => {
   });
 
   it('a classic CommonJS Nest app compiles against it, migrates, schedules cleanup and replays', async () => {
-    const { db, app } = await boot(cjsDir, 'pkg_cjs');
+    const { db, app } = await boot(dirs['cjs-app'], 'pkg_cjs');
     expect(app.ready).toContain('cleanup-scheduled=true');
 
     const { key, first, second } = await chargeTwice(app);
@@ -178,21 +138,21 @@ describe('the packed npm package', () => {
   });
 
   it('an ES-module app boots and replays with cleanup off and @nestjs/schedule not installed', async () => {
-    expect(existsSync(join(esmDir, 'node_modules/@nestjs/schedule'))).toBe(false);
-    const { app } = await boot(esmDir, 'pkg_esm');
+    expect(existsSync(join(dirs['esm-app'], 'node_modules/@nestjs/schedule'))).toBe(false);
+    const { app } = await boot(dirs['esm-app'], 'pkg_esm');
 
     const { first, second } = await chargeTwice(app);
     expect(first.res.status).toBe(201);
     expect(second.res.headers.get('idempotent-replayed')).toBe('true');
     expect(second.body).toBe(first.body);
     // Nor is @opentelemetry/api: the library's telemetry is a no-op.
-    expect(existsSync(join(esmDir, 'node_modules/@opentelemetry/api'))).toBe(false);
+    expect(existsSync(join(dirs['esm-app'], 'node_modules/@opentelemetry/api'))).toBe(false);
   });
 
   it('with cleanup on and @nestjs/schedule not installed, start-up stops naming the cause and the fix', async () => {
     const db = await createTestDatabase('pkg_esm_cleanup');
     databases.push(db);
-    const start = startApp(esmDir, { DATABASE_URL: db.url, CLEANUP: 'on' });
+    const start = startApp(dirs['esm-app'], { DATABASE_URL: db.url, CLEANUP: 'on' });
     await expect(start).rejects.toThrow(/exited \(1\) before READY/);
     const output = await start.catch((err: Error) => err.message);
     expect(output).toContain(
@@ -202,7 +162,7 @@ describe('the packed npm package', () => {
   });
 
   it('the quick start in a Nest 12 CLI app: a JWT user { sub } is scoped by the default getUserId', async () => {
-    const { db, app } = await boot(cliDir, 'pkg_cli');
+    const { db, app } = await boot(dirs['cli-esm-app'], 'pkg_cli');
     const { key, first, second } = await chargeTwice(app, { 'X-Test-User': 'u_42' });
     expect(first.res.status).toBe(201);
     expect(second.res.headers.get('idempotent-replayed')).toBe('true');
@@ -214,7 +174,7 @@ describe('the packed npm package', () => {
     const db = await createTestDatabase('pkg_cli_vitest');
     databases.push(db);
     const vitest = async (config: string) => {
-      const out = join(cliDir, `${config}.json`);
+      const out = join(dirs['cli-esm-app'], `${config}.json`);
       await run(
         process.execPath,
         [
@@ -225,7 +185,7 @@ describe('the packed npm package', () => {
           '--reporter=json',
           `--outputFile=${out}`,
         ],
-        cliDir,
+        dirs['cli-esm-app'],
         120_000,
         { DATABASE_URL: db.url },
       );
@@ -250,11 +210,29 @@ describe('the packed npm package', () => {
     const { stdout } = await run(
       process.execPath,
       ['--test', '--test-reporter=tap', 'test/store-contract.node-test.js'],
-      cliDir,
+      dirs['cli-esm-app'],
       60_000,
     );
     expect(stdout).not.toMatch(/^\s*not ok/m);
     const passed = [...stdout.matchAll(/^\s*ok \d+ - (.*)$/gm)].map((m) => m[1].trim());
     expect(passed).toEqual(expect.arrayContaining(contract.map((t) => t.title)));
   });
+  it('the apps on their own pg pool install no typeorm', () => {
+    for (const name of ['pg-app', 'drizzle-app', 'prisma-app']) {
+      expect([name, existsSync(join(dirs[name], 'node_modules/typeorm'))]).toEqual([name, false]);
+    }
+  });
+
+  it.each([
+    ['plain pg (migrate(pool), the PoolClient)', 'pg-app'],
+    ['Drizzle (node-postgres, its transaction object)', 'drizzle-app'],
+    ['Prisma 7 (@prisma/adapter-pg, the interactive transaction client)', 'prisma-app'],
+    ['TypeORM (its migrations, the EntityManager)', 'esm-app'],
+  ])(
+    '%s: migrates a fresh database, replays, commits the write with its record; a failure frees the key',
+    async (_tool, name) => {
+      const { db, app } = await boot(dirs[name], `pkg_tx_${name.replace('-app', '')}`);
+      await expectPaymentCommittedWithRecord(db, app);
+    },
+  );
 });

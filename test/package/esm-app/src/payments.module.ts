@@ -4,6 +4,7 @@ import { Module } from '@nestjs/common';
 import { IdempotencyModule } from 'nestjs-pg-idempotency';
 import { idempotencyMigrations } from 'nestjs-pg-idempotency/migrations';
 import { DataSource } from 'typeorm';
+import { CreatePayments1900000000000, PaymentEntity } from './payment.entity.js';
 import { PaymentsController } from './payments.controller.js';
 
 @Module({
@@ -13,7 +14,8 @@ import { PaymentsController } from './payments.controller.js';
       dataSource: new DataSource({
         type: 'postgres',
         url: process.env.DATABASE_URL,
-        migrations: idempotencyMigrations,
+        entities: [PaymentEntity],
+        migrations: [...idempotencyMigrations, CreatePayments1900000000000],
         migrationsRun: true,
       }),
       // CLEANUP=on: what an app that forgot @nestjs/schedule gets (the test expects start-up to stop).

@@ -1,0 +1,4 @@
+export interface Payment {
+  id: string;
+  amount: number;
+}
