@@ -26,7 +26,7 @@ describe('wall clock jumps in one of two app instances', () => {
 
   beforeAll(async () => {
     ({ script } = await prepareChildRun('clock-jumps', (created) => (db = created)));
-  }, 60_000);
+  }, 200_000);
   afterEach(async () => killChildApps(), 30_000);
   afterAll(async () => db?.drop(), 30_000);
 

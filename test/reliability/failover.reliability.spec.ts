@@ -61,7 +61,7 @@ describe('failover under load with synchronous replication (two instances, singl
         }),
       ),
     );
-  }, 120_000);
+  }, 200_000);
   afterAll(async () => {
     await killChildApps();
     await cluster?.remove();

@@ -44,7 +44,7 @@ describe('SIGKILL after the card processor call, before the completion', () => {
     for (const mode of ['lease', 'transactional', 'single'] as const) {
       survivors.set(mode, await start(mode, `survivor-${mode}`));
     }
-  }, 90_000);
+  }, 200_000);
   afterAll(async () => {
     await killChildApps();
     await processor.stop();

@@ -30,7 +30,7 @@ describe('app process SIGKILLed in the middle of a slow handler', () => {
       startChildApp({ ...common, instance: 'doomed', handlerMs: 30_000 }),
       startChildApp({ ...common, instance: 'survivor', handlerMs: 100 }),
     ]);
-  }, 60_000);
+  }, 200_000);
   afterAll(async () => {
     await killChildApps();
     await db?.drop();
@@ -139,7 +139,7 @@ describe('app process SIGKILLed in the middle of a slow single-commit handler', 
       startChildApp({ ...common, instance: 'doomed', handlerMs: 30_000 }),
       startChildApp({ ...common, instance: 'survivor', handlerMs: 100 }),
     ]);
-  }, 60_000);
+  }, 200_000);
   afterAll(async () => {
     await killChildApps();
     await db?.drop();

@@ -133,7 +133,7 @@ export async function buildChildApp(name: string): Promise<string> {
       '--tsBuildInfoFile',
       join(outDir, 'tsconfig.tsbuildinfo'),
     ],
-    { cwd: ROOT, timeout: 50_000 },
+    { cwd: ROOT, timeout: 150_000 },
   ).catch((error: Error & { stdout?: string }) => {
     throw new Error(
       `tsc failed for the reliability child app: ${error.message}\n${error.stdout ?? ''}`,

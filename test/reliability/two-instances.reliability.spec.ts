@@ -48,7 +48,7 @@ describe.each(['lease', 'single'] as const)(
           startChildApp({ script, databaseUrl: db.url, instance, handlerMs: HANDLER_MS, mode }),
         ),
       );
-    }, 60_000);
+    }, 200_000);
     afterAll(async () => {
       await killChildApps();
       await db?.drop();
