@@ -4,7 +4,7 @@
  * handler's write through the tool's own API commits with the completed record, and a replay
  * writes nothing more; a handler that throws leaves no write and a free key; and in `'single'`
  * mode the request costs the round trips it costs with plain pg (three: BEGIN + lock + lookup,
- * the handler's statement, the record + COMMIT).
+ * the handler's statement, the record + COMMIT); in the default mode, the same 5 statements.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
@@ -73,6 +73,19 @@ export function describeModuleContract<M>(tool: string, t: ToolInModule<M>): voi
         expect(await notes(id)).toBe(1);
         expect(await record(key)).toEqual({ status: 'completed' });
       });
+    });
+
+    it('/tx costs what plain pg costs: 5 statements, the tool adding none', async () => {
+      const first = await send(app.url, '/tx', { key: randomUUID(), body: { id: randomUUID() } });
+      expect(first.status).toBe(201);
+      // The store reads the isolation level once, in its first transaction: not per request.
+      const sent = app.sent.filter((s) => !s.includes("current_setting('transaction_isolation')"));
+      expect(sent).toHaveLength(5);
+      expect(sent[0]).toMatch(/^WITH lock AS \(SELECT pg_try_advisory_xact_lock/);
+      expect(sent[1]).toBe('BEGIN');
+      expect(sent[2]).toMatch(NOTE_INSERT);
+      expect(sent[3]).toMatch(/^UPDATE "idempotency_keys"\s+SET status = 'completed'/);
+      expect(sent[4]).toBe('COMMIT');
     });
 
     it("'single' costs what plain pg costs: 6 statements in 3 round trips", async () => {
