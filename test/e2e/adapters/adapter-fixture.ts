@@ -7,6 +7,12 @@ import pg from 'pg';
 import type { TransactionClient } from '../../../lib/adapters/transaction-client.js';
 import { createTestDatabase, type TestDatabase } from '../../harness/test-database.js';
 
+/** A row of the `notes` table every adapter spec writes. */
+export interface Note {
+  id: string;
+  body: string;
+}
+
 export interface AdapterFixture {
   database: TestDatabase;
   pool: pg.Pool;

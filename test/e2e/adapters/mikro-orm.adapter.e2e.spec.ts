@@ -2,11 +2,9 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { EntitySchema, MikroORM, type EntityManager } from '@mikro-orm/postgresql';
 import { mikroOrmTransactions } from '../../../lib/adapters/mikro-orm.transactions.js';
 import { describeAdapterContract } from './adapter-contract.js';
+import type { Note } from './adapter-fixture.js';
+import { describeModuleContract } from './module-contract.js';
 
-interface Note {
-  id: string;
-  body: string;
-}
 const NoteSchema = new EntitySchema<Note>({
   name: 'Note',
   tableName: 'notes',
@@ -25,12 +23,14 @@ const adapter = () =>
   );
 afterAll(() => orm?.close());
 
+const insert = async (em: EntityManager, id: string) => {
+  em.create(NoteSchema, { id, body: 'mikro-orm' });
+  await em.flush();
+};
+
 describeAdapterContract<EntityManager>('mikro_orm', {
   bind: (client) => adapter().bind(client),
-  async insert(em, id) {
-    em.create(NoteSchema, { id, body: 'mikro-orm' });
-    await em.flush();
-  },
+  insert,
   async ids(em) {
     const rows = await em.find(
       NoteSchema,
@@ -42,6 +42,8 @@ describeAdapterContract<EntityManager>('mikro_orm', {
   nested: (em, work) => em.transactional((inner) => work(inner)),
   isolated: (em, work) => em.transactional(work, { isolationLevel: 'serializable' as never }),
 });
+
+describeModuleContract<EntityManager>('mikro_orm', { transactions: adapter, insert });
 
 describe("the app's MikroORM beside the adapter", () => {
   it('opened no connection of its own', () => {

@@ -6,15 +6,19 @@ import {
 } from '../../../lib/adapters/prisma.transactions.js';
 import { PrismaClient } from '../../fixtures/prisma/generated/client.js';
 import { describeAdapterContract } from './adapter-contract.js';
+import { describeModuleContract } from './module-contract.js';
 import { adapterFixture, inTransaction, type AdapterFixture } from './adapter-fixture.js';
 
 type Tx = PrismaTransactionClient<PrismaClient>;
 
+const transactions = () => prismaTransactions((adapter) => new PrismaClient({ adapter }));
+const insert = async (tx: Tx, id: string) => {
+  await tx.note.create({ data: { id, body: 'prisma' } });
+};
+
 describeAdapterContract<Tx>('prisma', {
-  bind: (client) => prismaTransactions((adapter) => new PrismaClient({ adapter })).bind(client),
-  async insert(tx, id) {
-    await tx.note.create({ data: { id, body: 'prisma' } });
-  },
+  bind: (client) => transactions().bind(client),
+  insert,
   async ids(tx) {
     const rows = await tx.note.findMany({ orderBy: { id: 'asc' } });
     return rows.map((r) => r.id);
@@ -22,6 +26,8 @@ describeAdapterContract<Tx>('prisma', {
   nested: (tx, work) => tx.$transaction((inner) => work(inner)),
   isolated: (tx, work) => tx.$transaction(work, { isolationLevel: 'Serializable' }),
 });
+
+describeModuleContract<Tx>('prisma', { transactions, insert });
 
 describe("Prisma's implicit transactions on the handle", () => {
   let fx: AdapterFixture;
