@@ -7,6 +7,8 @@ export const ALL_VARIANTS = [
   'module-nocache',
   'module-tx',
   'module-single',
+  'module-pg',
+  'module-pg-single',
   'raw-single',
   'peer',
 ] as const;

@@ -7,7 +7,7 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,6 +24,8 @@ const scenario = args.get('scenario') ?? 'first';
 if (scenario !== 'first' && scenario !== 'replay') throw new Error('--scenario first|replay');
 const requests = Number(args.get('requests') ?? 400);
 const warmup = Number(args.get('warmup') ?? 3000);
+/** `--keep DIR`: leave the callgrind dumps there, for `callgrind_annotate` (GC, timers, crypto by C++ symbol). */
+const keep = args.get('keep');
 
 /** Replay keys are the variant's own: the variants share one database, and a key must not meet another's record. */
 function load(url: string, amount: number, variant: VariantName): Promise<autocannon.Result> {
@@ -112,7 +114,9 @@ async function count(variant: VariantName, db: BenchDatabase, dir: string): Prom
 const db = await BenchDatabase.create(
   process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
 );
-const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-instructions-'));
+const dir = keep
+  ? await mkdir(keep, { recursive: true }).then(() => keep)
+  : await mkdtemp(path.join(os.tmpdir(), 'bench-instructions-'));
 try {
   console.log(
     `callgrind: ${scenario}, ${warmup} warm-up + ${requests} counted requests per variant`,
@@ -128,6 +132,7 @@ try {
     );
   }
 } finally {
-  await rm(dir, { recursive: true, force: true });
+  if (keep) console.log(`callgrind dumps kept in ${dir}`);
+  else await rm(dir, { recursive: true, force: true });
   await db.drop();
 }

@@ -71,6 +71,12 @@ export function summarize(
   return out;
 }
 
+const plainDriverPairs: [VariantName, VariantName, ScenarioName][] = [
+  ['module-pg', 'module', 'first'],
+  ['module-pg', 'module', 'replay'],
+  ['module-pg-single', 'module-single', 'first'],
+];
+
 export function targetRatios(summary: CellSummary[]): Ratio[] {
   const rps = (variant: VariantName, scenario: ScenarioName) =>
     summary.find((s) => s.variant === variant && s.scenario === scenario)?.rps;
@@ -102,6 +108,10 @@ export function targetRatios(summary: CellSummary[]): Ratio[] {
       'module-single / raw-single first',
       rps('module-single', 'first'),
       rps('raw-single', 'first'),
+    ),
+    // Issue 18: the plain-driver core no slower than the TypeORM path.
+    ...plainDriverPairs.map(([a, b, scenario]) =>
+      ratio(`${a} / ${b} ${scenario}`, rps(a, scenario), rps(b, scenario)),
     ),
   ];
 }

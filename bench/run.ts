@@ -36,7 +36,7 @@ async function cleanUp(): Promise<void> {
 }
 process.once('SIGINT', () => void cleanUp().finally(() => process.exit(130)));
 
-/** module-tx and module-single need `@Idempotent({ transactional })`: the server says whether its handler got a transaction. */
+/** module-tx, module-single and module-pg-single need `@Idempotent({ transactional })`: the server says whether its handler got a transaction. */
 async function transactionalMissing(server: VariantServer): Promise<string | undefined> {
   const res = await fetch(`${server.url}/payments`, {
     method: 'POST',
@@ -62,7 +62,8 @@ async function start(name: VariantName): Promise<void> {
       BENCH_REDIS_PREFIX: `${db.name}-peer`,
       BENCH_POOL_SIZE: String(config.poolSize),
     });
-    const transactional = name === 'module-tx' || name === 'module-single';
+    const transactional =
+      name === 'module-tx' || name === 'module-single' || name === 'module-pg-single';
     const skip = transactional ? await transactionalMissing(server) : undefined;
     if (skip) {
       await server.stop();

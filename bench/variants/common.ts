@@ -118,17 +118,31 @@ export async function serve(module: Type, hooks: CloseHooks = {}): Promise<void>
 }
 
 /**
- * The library variants' DataSource, initialized, and the pg pool inside it: the handler writes
+ * The TypeORM library variants' DataSource, initialized, and the pg pool inside it: the handler writes
  * through the same pool the library uses, as the other variants do through theirs.
  */
-export async function libraryDataSource(): Promise<{ dataSource: DataSource; pool: pg.Pool }> {
+export async function libraryDataSource(): Promise<LibraryStorage<{ dataSource: DataSource }>> {
   const dataSource = new DataSource({
     type: 'postgres',
     url: env('DATABASE_URL'),
     extra: { max: poolSize() },
   });
   await dataSource.initialize();
-  return { dataSource, pool: (dataSource.driver as unknown as { master: pg.Pool }).master };
+  const pool = (dataSource.driver as unknown as { master: pg.Pool }).master;
+  return { storage: { dataSource }, pool, close: () => dataSource.destroy() };
+}
+
+/** The plain-driver variants' storage: the bench's own pg pool, passed as `forRoot({ pool })` (no TypeORM). */
+export async function libraryPool(): Promise<LibraryStorage<{ pool: pg.Pool }>> {
+  const pool = createPool();
+  return { storage: { pool }, pool, close: () => pool.end() };
+}
+
+/** What `forRoot()` gets (`{ dataSource }` or `{ pool }`), the pool the handler writes through, and how to close it. */
+export interface LibraryStorage<T> {
+  storage: T;
+  pool: pg.Pool;
+  close: () => Promise<unknown>;
 }
 
 /** Module defaults unless a run asks otherwise (`BENCH_REPLAY_AUDIT=off`, `BENCH_REPLAY_CACHE=off`), to measure what each costs. */

@@ -3,10 +3,10 @@ import { Module } from '@nestjs/common';
 import { Idempotent, IdempotencyModule } from '../../lib/index.js';
 import { benchController, insertPayment, libraryDataSource, serve } from './common.js';
 
-const { dataSource, pool } = await libraryDataSource();
+const { storage, pool, close } = await libraryDataSource();
 
 @Module({
-  imports: [IdempotencyModule.forRoot({ dataSource, replayCache: false })],
+  imports: [IdempotencyModule.forRoot({ ...storage, replayCache: false })],
   controllers: [
     benchController(
       (req, amount) => insertPayment(pool, req, amount, 'module-nocache'),
@@ -16,4 +16,4 @@ const { dataSource, pool } = await libraryDataSource();
 })
 class ModuleNoCacheVariant {}
 
-await serve(ModuleNoCacheVariant, { afterClose: () => dataSource.destroy() });
+await serve(ModuleNoCacheVariant, { afterClose: close });

@@ -16,6 +16,7 @@ import {
   benchController,
   insertPayment,
   libraryDataSource,
+  libraryPool,
   optionsFromEnv,
   type Queryable,
   serve,
@@ -32,11 +33,17 @@ function transactionOf(req: BenchRequest): Queryable | undefined {
   return undefined;
 }
 
+/**
+ * `source: 'dataSource'` = `forRoot({ dataSource })` (TypeORM, `idem.manager` an EntityManager);
+ * `'pool'` = `forRoot({ pool })` on the bench's own pg pool (`idem.manager` a pg PoolClient).
+ */
 export async function serveTransactionalVariant(
   variant: string,
   transactional: unknown,
+  source: 'dataSource' | 'pool' = 'dataSource',
 ): Promise<void> {
-  const { dataSource, pool } = await libraryDataSource();
+  const { storage, pool, close } =
+    source === 'pool' ? await libraryPool() : await libraryDataSource();
   const options = { transactional } as unknown as IdempotentOptions;
 
   async function insert(req: BenchRequest, amount: number): Promise<string> {
@@ -46,10 +53,10 @@ export async function serveTransactionalVariant(
   }
 
   @Module({
-    imports: [IdempotencyModule.forRoot({ dataSource, ...optionsFromEnv() })],
+    imports: [IdempotencyModule.forRoot({ ...storage, ...optionsFromEnv() })],
     controllers: [benchController(insert, () => Idempotent(options))],
   })
   class TransactionalVariant {}
 
-  await serve(TransactionalVariant, { afterClose: () => dataSource.destroy() });
+  await serve(TransactionalVariant, { afterClose: close });
 }

@@ -2,7 +2,8 @@ import type { EntityManager } from 'typeorm';
 import type { IdempotencyScope } from '../interfaces/idempotency-store.interface.js';
 import type { RecoveryPoints } from '../recovery/recovery-points.js';
 
-const CONTEXT = Symbol('nestjs-pg-idempotency:context');
+/** Beside the request, not on it: a new key on Express's `req` is a slow-path store (a map transition per request). */
+const contexts = new WeakMap<object, IdempotencyContext<unknown>>();
 
 /** `transaction_id varchar(255)`. */
 export const MAX_TRANSACTION_ID = 255;
@@ -94,10 +95,10 @@ export class IdempotencyContext<TManager = EntityManager> {
 }
 
 export function attachIdempotencyContext(req: object, ctx: IdempotencyContext<unknown>): void {
-  (req as Record<symbol, IdempotencyContext<unknown>>)[CONTEXT] = ctx;
+  contexts.set(req, ctx);
 }
 
 /** The context of the current request, or undefined when it carries no key. */
 export function getIdempotencyContext(req: object): IdempotencyContext | undefined {
-  return (req as Record<symbol, IdempotencyContext | undefined>)[CONTEXT];
+  return contexts.get(req) as IdempotencyContext | undefined;
 }

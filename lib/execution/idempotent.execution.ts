@@ -284,12 +284,12 @@ export class IdempotentExecution {
     return rolledBackResponse(this.options.retryAfterSeconds, detail);
   }
 
-  private transactionId(req: object, body: unknown): string | null {
+  private transactionId(req: object, body: () => unknown): string | null {
     if (this.context.transactionId !== null) return this.context.transactionId;
     if (!this.route.transactionId) return null;
     let derived: unknown;
     try {
-      derived = this.route.transactionId(body, req);
+      derived = this.route.transactionId(body(), req);
     } catch {
       return null;
     }

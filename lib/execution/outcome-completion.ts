@@ -9,20 +9,23 @@ export type Completing = Omit<Completion, 'ttlSeconds'>;
 
 /**
  * What is stored of an outcome: all of it when it fits `maxResponseBytes`, only its status and
- * SHA-256 on a `storeResponse: 'digest'` route. `body` is what `transactionId()` derives from:
- * the parsed JSON when it is JSON, else the text.
+ * SHA-256 on a `storeResponse: 'digest'` route. `body()` is what `transactionId()` derives from:
+ * the parsed JSON when it is JSON, else the text; parsed only when asked (most routes derive none).
  */
 export function completionOf(
   wire: WireResponse,
   storeResponse: 'full' | 'digest',
   maxResponseBytes: number,
-): { completing: Omit<Completing, 'transactionId'>; storable: boolean; body: unknown } {
+): { completing: Omit<Completing, 'transactionId'>; storable: boolean; body: () => unknown } {
   const digestOnly = storeResponse === 'digest';
   const storable = !digestOnly && wire.body.length <= maxResponseBytes;
-  const json = storable || digestOnly ? jsonBody(wire) : undefined;
+  const body = () => {
+    const json = storable || digestOnly ? jsonBody(wire) : undefined;
+    return json ? json.value : wire.body.toString('utf8');
+  };
   return {
     storable,
-    body: json ? json.value : wire.body.toString('utf8'),
+    body,
     completing: {
       statusCode: wire.statusCode,
       headers: wire.headers,

@@ -53,14 +53,33 @@ function createInstruments(meter: OTel.Meter) {
   };
 }
 
-let meterCache: { provider: OTel.MeterProvider; instruments: ReturnType<typeof createInstruments> };
+let meterCache: {
+  provider: OTel.MeterProvider;
+  instruments: ReturnType<typeof createInstruments> | undefined;
+};
 
-/** The instruments of the current global MeterProvider (an app may register it after start). */
+/**
+ * The instruments of the current global MeterProvider (an app may register it after start);
+ * undefined while none is registered: the API's no-op meter would record nothing anyway.
+ */
 export function instruments() {
   if (!api) return undefined;
   const provider = api.metrics.getMeterProvider();
   if (meterCache?.provider !== provider) {
-    meterCache = { provider, instruments: createInstruments(provider.getMeter(SCOPE)) };
+    const meter = provider.getMeter(SCOPE);
+    const noop = meter.constructor === api.createNoopMeter().constructor;
+    meterCache = { provider, instruments: noop ? undefined : createInstruments(meter) };
   }
   return meterCache.instruments;
+}
+
+/** A tracer that records: none while no TracerProvider is registered (checked per call, it is one property read). */
+export function tracer(): OTel.Tracer | undefined {
+  if (!api) return undefined;
+  const provider = api.trace.getTracerProvider() as OTel.TracerProvider & {
+    getDelegateTracer?(name: string): OTel.Tracer | undefined;
+  };
+  // The global ProxyTracerProvider hands out a delegate only once an SDK registered one.
+  if (typeof provider.getDelegateTracer === 'function') return provider.getDelegateTracer(SCOPE);
+  return provider.getTracer(SCOPE);
 }

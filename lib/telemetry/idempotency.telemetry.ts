@@ -6,7 +6,7 @@ import type {
   IdempotencyScope,
   Lease,
 } from '../interfaces/idempotency-store.interface.js';
-import { api, instruments, SCOPE } from './idempotency.instruments.js';
+import { api, instruments, tracer } from './idempotency.instruments.js';
 
 export { loadTelemetryApi } from './idempotency.instruments.js';
 
@@ -25,9 +25,10 @@ async function inSpan<T>(
   attributes: OTel.Attributes,
   work: (span: OTel.Span | undefined) => Promise<T>,
 ): Promise<T> {
-  if (!api) return work(undefined);
-  const { SpanStatusCode, context, trace } = api;
-  const span = trace.getTracer(SCOPE).startSpan(name, { attributes }, parent ?? context.active());
+  const recording = tracer();
+  if (!api || !recording) return work(undefined);
+  const { SpanStatusCode, context } = api;
+  const span = recording.startSpan(name, { attributes }, parent ?? context.active());
   try {
     return await work(span);
   } catch (err) {

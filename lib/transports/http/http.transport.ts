@@ -29,7 +29,8 @@ import { holdCapture } from './response-capture.js';
 import { replayOnly, scopeMethod } from './head-requests.js';
 import { replayStoredResponse } from './response-replay.js';
 
-const HANDLED = Symbol('nestjs-pg-idempotency:handled');
+/** Requests already handled, beside them rather than a new key on `req` (a slow-path store). */
+const handled = new WeakSet<object>();
 
 /**
  * HTTP (Express, Fastify): reads the key header and the request, then writes the replay, the
@@ -54,8 +55,8 @@ class HttpTransport implements TransportAdapter {
     const req = http.getRequest();
     const res = http.getResponse();
     // A controller-level and a method-level @Idempotent() both attach this interceptor: once only.
-    if (req[HANDLED]) return next.handle();
-    req[HANDLED] = true;
+    if (handled.has(req)) return next.handle();
+    handled.add(req);
 
     let key: string | undefined;
     try {

@@ -4,7 +4,8 @@ import type { ServerResponse } from 'node:http';
 import type { WireResponse } from '../../execution/handler-outcome.js';
 import { headersArg } from './response-patch.js';
 
-const SLOT = Symbol('nestjs-pg-idempotency:pre-encoding');
+/** Beside the response, not a new key on it (a slow-path store per request). */
+const slots = new WeakMap<ServerResponse, PreEncoding>();
 
 /** A held response's payload as Fastify serialized it, before any `onSend` plugin encoded it. */
 export interface PreEncoding {
@@ -14,12 +15,10 @@ export interface PreEncoding {
   encoding?: string;
 }
 
-type Watched = ServerResponse & { [SLOT]?: PreEncoding };
-
 /** Asks the Fastify `onSend` hook to keep this response's payload before it is encoded. */
 export function watchPreEncoding(res: ServerResponse): PreEncoding {
   const slot: PreEncoding = {};
-  (res as Watched)[SLOT] = slot;
+  slots.set(res, slot);
   return slot;
 }
 
@@ -38,7 +37,7 @@ export function preEncodingHook(
   payload: unknown,
   done: (err: null, payload: unknown) => void,
 ): void {
-  const slot = (reply.raw as Watched)[SLOT];
+  const slot = slots.get(reply.raw);
   if (slot && (typeof payload === 'string' || Buffer.isBuffer(payload))) {
     slot.payload = payload;
     const encoding = reply.getHeader('content-encoding');
