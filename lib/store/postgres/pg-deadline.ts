@@ -1,5 +1,4 @@
 import { telemetry } from '../../telemetry/idempotency.telemetry.js';
-
 import type {
   Pool,
   PoolClient,
@@ -8,13 +7,7 @@ import type {
   QueryResult,
 } from '../../interfaces/idempotency-pool.interface.js';
 
-export type {
-  Pool,
-  PoolClient,
-  Queryable,
-  QueryConfig,
-  QueryResult,
-} from '../../interfaces/idempotency-pool.interface.js';
+export type { Pool, PoolClient, Queryable, QueryConfig, QueryResult };
 
 const ignoreError = () => undefined;
 
