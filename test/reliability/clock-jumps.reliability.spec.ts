@@ -57,11 +57,15 @@ describe('wall clock jumps in one of two app instances', () => {
     const during: string[] = [];
     while (!done) {
       const res = await charge(b, key);
-      during.push(`${res.status} ${res.status === 409 ? res.json().code : res.text}`);
+      const replayed = res.headers['idempotent-replayed'] === 'true' ? 'replay ' : '';
+      during.push(`${res.status} ${replayed}${res.status === 409 ? res.json().code : res.text}`);
       await sleep(250);
     }
     await first;
     expect(done.status).toBe(201);
+    // A probe sent while a's completion commits may come back as the replay of a's response:
+    // that is the right answer, but only as the last probe and only with a's exact bytes.
+    if (during.at(-1) === `201 replay ${done.text}`) during.pop();
     expect(during.filter((d) => d !== '409 request_in_progress')).toEqual([]);
     expect(during.length).toBeGreaterThan(5);
     expect(await executions(key)).toEqual([{ instance: 'a' }]);
