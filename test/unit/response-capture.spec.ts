@@ -88,6 +88,72 @@ describe('holdResponse on a real ServerResponse', () => {
     });
   });
 
+  it('leaves the response as it found it: no own methods added, its prototype back once released', async () => {
+    const seen: {
+      ownDuring: string[];
+      protoDuring: boolean;
+      ownAfter: string[];
+      protoAfter: boolean;
+    }[] = [];
+    const names = ['writeHead', 'write', 'end', 'flushHeaders'];
+    const { received } = await exchange((res) => {
+      const proto = Object.getPrototypeOf(res) as object;
+      holdResponse(res, allow, {
+        onEnd: async () => {
+          seen.push({
+            ownDuring: names.filter((n) => Object.hasOwn(res, n)),
+            protoDuring: Object.getPrototypeOf(res) === proto,
+            ownAfter: [],
+            protoAfter: false,
+          });
+        },
+        onUncapturable: async () => undefined,
+      });
+      res.once('finish', () => {
+        seen[0].ownAfter = names.filter((n) => Object.hasOwn(res, n));
+        seen[0].protoAfter = Object.getPrototypeOf(res) === proto;
+      });
+      res.end('done');
+    });
+    expect((await received).body).toBe('done');
+    await until(() => seen.length > 0 && seen[0].protoAfter);
+    expect(seen).toEqual([{ ownDuring: [], protoDuring: false, ownAfter: [], protoAfter: true }]);
+  });
+
+  it("holds a response whose write/end another middleware already replaced (Express's compression)", async () => {
+    const stored = gate();
+    const captured: string[] = [];
+    const wrapped: string[] = [];
+    const { received, started } = await exchange((res) => {
+      // As `compression` does: own properties that wrap the prototype's methods.
+      const { write, end } = res;
+      res.write = function (this: ServerResponse, ...args: unknown[]) {
+        wrapped.push('write');
+        return (write as (...a: unknown[]) => boolean).apply(this, args);
+      } as ServerResponse['write'];
+      res.end = function (this: ServerResponse, ...args: unknown[]) {
+        wrapped.push('end');
+        return (end as (...a: unknown[]) => ServerResponse).apply(this, args);
+      } as ServerResponse['end'];
+      holdResponse(res, allow, {
+        onEnd: async (wire) => {
+          captured.push(wire.body.toString());
+          await stored.promise;
+        },
+        onUncapturable: async () => undefined,
+      });
+      res.end('wrapped body');
+    });
+    await until(() => captured.length > 0);
+    await sleep(50);
+    expect(started()).toBe(false);
+    expect(wrapped).toEqual([]);
+    stored.open();
+    expect((await received).body).toBe('wrapped body');
+    expect(captured).toEqual(['wrapped body']);
+    expect(wrapped).toEqual(['end']);
+  });
+
   it('drops a second writer while the first response is held (the first is what was stored)', async () => {
     const stored = gate();
     const { received } = await exchange((res) => {
