@@ -70,9 +70,14 @@ export const IDEMPOTENCY_DEFAULTS = {
 
 /**
  * A completion write that failed after the handler ran is retried in the background, from this
- * delay doubling up to the cap (and at least every third of the lease, which it renews).
+ * delay doubling up to the cap (and at least every third of the lease, which it renews); the
+ * smaller fallbacks are tried anyway once this many attempts in a row got no answer.
  */
-export const COMPLETION_RETRY = { firstDelayMs: 100, maxDelayMs: 5_000 };
+export const COMPLETION_RETRY = {
+  firstDelayMs: 100,
+  maxDelayMs: 5_000,
+  fallBackAfterUnanswered: 3,
+};
 
 export interface ReplayCacheLimits {
   maxEntries: number;

@@ -38,21 +38,43 @@ export function fallbackCompletions(c: Completion): Completion[] {
   return [{ ...c, bytesOnly: true, transactionId: null }, statusOnly];
 }
 
-type Written = { record: CompletedRecord | null } | { failure: Error };
+type Written = { record: CompletedRecord | null } | { failure: Error; refused: boolean };
 
+/** SQLSTATE classes of a failure that says nothing about the write itself: try it again. */
+const TRANSIENT_CLASSES = new Set(['08', '25', '40', '53', '55', '57', '58']);
+
+/**
+ * PostgreSQL answered and refused this write (a trigger, a constraint, a size limit): the next,
+ * smaller fallback may pass. A lost connection, a deadline, a terminated backend or a read-only
+ * server refused nothing: the same write is retried rather than traded for a smaller one.
+ */
+export function refusedByDatabase(err: unknown): boolean {
+  const e = err as { severity?: unknown; code?: unknown } | null;
+  if (typeof e?.severity !== 'string') return false;
+  return typeof e.code !== 'string' || !TRANSIENT_CLASSES.has(e.code.slice(0, 2));
+}
+
+/**
+ * The first of `completions` the store takes. A fallback is tried only when the one before it
+ * was refused by the database, or when `fallBack` says the writes failed too often to wait.
+ */
 async function writeFirst(
   ctx: CompletionRetryContext,
   completions: Completion[],
+  fallBack = false,
 ): Promise<Written> {
   let failure = new Error('nothing to write');
+  let refused = false;
   for (const completion of completions) {
     try {
       return { record: await ctx.store.complete(ctx.lease, completion) };
     } catch (err) {
       failure = err as Error;
+      refused = refusedByDatabase(err);
+      if (!refused && !fallBack) break;
     }
   }
-  return { failure };
+  return { failure, refused };
 }
 
 /**
@@ -82,6 +104,8 @@ class CompletionRetry {
   private attempt: Promise<void> = Promise.resolve();
   private delayMs = COMPLETION_RETRY.firstDelayMs;
   private stopped = false;
+  /** Attempts in a row that failed without the database refusing them (the immediate one included). */
+  private unanswered = 1;
 
   constructor(
     private readonly ctx: CompletionRetryContext,
@@ -116,8 +140,10 @@ class CompletionRetry {
 
   private async tick(): Promise<void> {
     const { store, lease, leaseSeconds, logger, describe } = this.ctx;
-    const written = await writeFirst(this.ctx, this.completions);
+    const fallBack = this.unanswered >= COMPLETION_RETRY.fallBackAfterUnanswered;
+    const written = await writeFirst(this.ctx, this.completions, fallBack);
     if (this.stopped) return;
+    if ('failure' in written) this.unanswered = written.refused ? 0 : this.unanswered + 1;
     if (!('failure' in written)) {
       if (written.record) logger.log?.(`${describe()}: completion written after retrying`);
       else logger.error?.(`Lost the claim of ${describe()} while retrying its completion`);

@@ -29,12 +29,14 @@ async function refusingStore() {
   const store = new InMemoryIdempotencyStore();
   const outcome = await store.claim(claim);
   const lease = (outcome as { lease: Lease }).lease;
-  const state = { refusing: true, attempts: 0, renewals: 0 };
+  // As pg's DatabaseError: PostgreSQL answered, refusing the write (a trigger's RAISE).
+  const refusal = () => Object.assign(new Error('refused'), { severity: 'ERROR', code: 'P0001' });
+  const state = { refusing: true, attempts: 0, renewals: 0, failure: refusal as () => Error };
   const complete = store.complete.bind(store);
   const renew = store.renew.bind(store);
   store.complete = async (l, c) => {
     state.attempts++;
-    if (state.refusing) throw new Error('refused');
+    if (state.refusing) throw state.failure();
     return complete(l, c);
   };
   store.renew = async (l, s) => {
@@ -82,6 +84,41 @@ describe('completeUntilStored', () => {
     const attempts = state.attempts;
     await jest.advanceTimersByTimeAsync(10_000);
     expect(state.attempts).toBe(attempts);
+  });
+
+  it('retries the bytes, not the status alone, while the writes get no answer (a dead pooled connection)', async () => {
+    const { ctx, state, stored } = await refusingStore();
+    // pg's error for a connection lost under a statement: no severity, no SQLSTATE.
+    state.failure = () => new Error('Connection terminated unexpectedly');
+    const failing = state.attempts + 3;
+    const complete = ctx.store.complete.bind(ctx.store);
+    ctx.store.complete = async (l, c) => {
+      if (state.attempts + 1 >= failing) state.refusing = false;
+      return complete(l, c);
+    };
+    expect(await completeUntilStored(ctx, fallbackCompletions(completion))).toBeNull();
+    await jest.advanceTimersByTimeAsync(100);
+    expect((await stored()).type).toBe('in_progress');
+    await jest.advanceTimersByTimeAsync(200);
+    expect((await stored()).response).toMatchObject({ body: completion.body });
+    expect(state.attempts).toBe(3);
+  });
+
+  it('tries the status alone once the bytes went unanswered three times in a row', async () => {
+    const { ctx, state, stored } = await refusingStore();
+    state.failure = () => new Error('Connection terminated unexpectedly');
+    const complete = ctx.store.complete.bind(ctx.store);
+    ctx.store.complete = async (l, c) => {
+      if (c.body === null) state.refusing = false;
+      return complete(l, c);
+    };
+    await completeUntilStored(ctx, fallbackCompletions(completion));
+    await jest.advanceTimersByTimeAsync(100 + 200);
+    expect(state.attempts).toBe(3);
+    expect((await stored()).type).toBe('in_progress');
+    await jest.advanceTimersByTimeAsync(400);
+    expect(state.attempts).toBe(5);
+    expect((await stored()).response).toMatchObject({ body: null, omitted: 'unrecorded' });
   });
 
   it('stops when the module is destroyed', async () => {
