@@ -90,18 +90,21 @@ export class IdempotencyCoordinator {
 
   async decide(attempt: IdempotentAttempt): Promise<IdempotencyDecision> {
     const { scope, requestHash, route } = attempt;
-    const cached = this.cachedReplay(scope, requestHash);
+    const cacheKey = ReplayCache.scopeKey(scope.userId, scope.endpoint, scope.key);
+    const cached = this.cache.get(cacheKey, requestHash);
     if (cached) {
+      telemetry.replayFromCache(scope.endpoint);
       const { response, recordId, expiresAt } = cached;
       return { type: 'replay', response, recordId, expiresAt };
     }
-    const cacheKey = ReplayCache.scopeKey(scope.userId, scope.endpoint, scope.key);
     let outcome: ClaimOutcome | TransactionalClaimOutcome | PeekOutcome;
     // A claim only to release it would refuse a first GET sent at the same time (false 409).
     const peek = attempt.replayOnly ? this.store.peek?.bind(this.store) : undefined;
     try {
       const request = {
-        ...scope,
+        key: scope.key,
+        endpoint: scope.endpoint,
+        userId: scope.userId,
         requestHash,
         ttlSeconds: route.ttlSeconds,
         leaseSeconds: this.options.leaseSeconds,
@@ -131,8 +134,12 @@ export class IdempotencyCoordinator {
       }
       case 'completed': {
         // The entry's life is the record's, as the database counts it.
-        this.cache.set(cacheKey, { ...outcome, requestHash }, outcome.secondsLeft);
         const { response, recordId, expiresAt } = outcome;
+        this.cache.set(
+          cacheKey,
+          { requestHash, recordId, expiresAt, response },
+          outcome.secondsLeft,
+        );
         return { type: 'replay', response, recordId, expiresAt };
       }
       case 'claimed': {

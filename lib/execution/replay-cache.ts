@@ -59,7 +59,14 @@ export class ReplayCache {
     if (lifeMs <= 0) return;
     const old = this.entries.get(scopeKey);
     if (old) this.delete(scopeKey, old);
-    this.entries.set(scopeKey, { ...value, deadline: performance.now() + lifeMs, bytes });
+    this.entries.set(scopeKey, {
+      requestHash: value.requestHash,
+      recordId: value.recordId,
+      expiresAt: value.expiresAt,
+      response: value.response,
+      deadline: performance.now() + lifeMs,
+      bytes,
+    });
     this.bytes += bytes;
     for (const [k, e] of this.entries) {
       if (this.entries.size <= limits.maxEntries && this.bytes <= limits.maxBytes) break;

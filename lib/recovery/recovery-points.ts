@@ -15,8 +15,11 @@ const fail = (message: string): never => {
  * so the first run and a resumed one return the same value (what `JSON.parse` gives back).
  */
 export class RecoveryPoints {
-  /** Steps of this run, committed or being committed, by name: a name runs once per record. */
-  private readonly steps = new Map<string, Promise<string>>();
+  /**
+   * Steps of this run, committed or being committed, by name: a name runs once per record.
+   * Made by the first step: most runs have none.
+   */
+  private steps?: Map<string, Promise<string>>;
 
   constructor(
     private readonly store: IdempotencyStore,
@@ -50,12 +53,13 @@ export class RecoveryPoints {
     if (!this.store.loadStep || !this.store.saveStep) {
       fail('ctx.step() needs a store with recovery points (loadStep and saveStep)');
     }
-    let pending = this.steps.get(name);
+    const steps = (this.steps ??= new Map());
+    let pending = steps.get(name);
     if (!pending) {
       pending = this.runOnce(name, fn);
-      this.steps.set(name, pending);
+      steps.set(name, pending);
       // A step that threw is not a recovery point: the next call (or run) runs it again.
-      pending.catch(() => this.steps.delete(name));
+      pending.catch(() => steps.delete(name));
     }
     return JSON.parse(await pending) as T;
   }

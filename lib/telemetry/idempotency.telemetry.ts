@@ -13,6 +13,8 @@ export { loadTelemetryApi } from './idempotency.instruments.js';
 /** The request's context at claim time, for the completion span that runs after the handler. */
 const requestContexts = new WeakMap<Lease, OTel.Context>();
 
+const nothingToRecord = () => undefined;
+
 /** `idem_claim_1a2b3c4d` → `claim`; unnamed statements by their first keyword (`delete`). */
 function statementLabel(name: string | undefined, text: string): string {
   if (name) return name.replace(/^idem_/, '').replace(/_[0-9a-f]{8}$/, '');
@@ -47,6 +49,8 @@ async function inSpan<T>(
 export const telemetry = {
   /** Span `idempotency.claim` around the store's claim, and the counters of its outcome. */
   claim<T extends ClaimOutcome>(scope: IdempotencyScope, work: () => Promise<T>): Promise<T> {
+    // Nothing records: no span, no attributes, no extra promise around the claim.
+    if (!tracer() && !instruments()) return work();
     const attributes = { 'idempotency.endpoint': scope.endpoint };
     return inSpan('idempotency.claim', undefined, attributes, async (span) => {
       let outcome: T;
@@ -74,6 +78,7 @@ export const telemetry = {
 
   /** Span `idempotency.complete`, a child of the request the claim was made in. */
   complete<T>(lease: Lease, transactionId: string | null, work: () => Promise<T>): Promise<T> {
+    if (!tracer()) return work();
     const attributes: OTel.Attributes = { 'idempotency.record_id': lease.id };
     if (transactionId !== null) attributes['idempotency.transaction_id'] = transactionId;
     return inSpan('idempotency.complete', requestContexts.get(lease), attributes, work);
@@ -103,7 +108,7 @@ export const telemetry = {
   /** Starts timing one statement; call what it returns when the statement has settled. */
   statement(config: { name?: string; text: string }): () => void {
     const m = instruments();
-    if (!m) return () => undefined;
+    if (!m) return nothingToRecord;
     const started = performance.now();
     const label = statementLabel(config.name, config.text);
     return () =>

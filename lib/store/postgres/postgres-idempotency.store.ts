@@ -41,7 +41,13 @@ import { readOnlyTransactionError } from './topology-check.js';
 import { SingleCommitSlots } from './single-commit-slots.js';
 import { lazyTransaction } from './lazy-transaction.js';
 import { type ServerChange, ServerIdentityWatch } from './server-identity.js';
-import { DeadlinePool, type QueryConfig, type QueryResult, queryWithin } from './pg-deadline.js';
+import {
+  bound,
+  DeadlinePool,
+  type QueryConfig,
+  type QueryResult,
+  queryWithin,
+} from './pg-deadline.js';
 import { poolMax } from './single-commit-slots.js';
 import { telemetry } from '../../telemetry/idempotency.telemetry.js';
 import { buildRecoveryPointStatements } from './recovery-points.sql.js';
@@ -218,17 +224,16 @@ export class PostgresIdempotencyStore<
     for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
       const result = await underContention(() =>
         insert
-          ? this.pool.query({
-              ...this.sql.claim,
-              values: [
+          ? this.pool.query(
+              bound(this.sql.claim, [
                 ...scope,
                 token,
                 req.leaseSeconds,
                 req.ttlSeconds,
                 scopeLockKey(this.tableName, req),
-              ],
-            })
-          : this.pool.query({ ...this.sql.existing, values: scope }),
+              ]),
+            )
+          : this.pool.query(bound(this.sql.existing, scope)),
       );
       if (result === 'busy') return { type: 'in_progress' };
       if (result === 'reread') {
@@ -249,10 +254,15 @@ export class PostgresIdempotencyStore<
       }
       if (row.stale) {
         const taken = await underContention(() =>
-          this.pool.query({
-            ...this.sql.takeover,
-            values: [row.id, req.requestHash, token, req.leaseSeconds, req.ttlSeconds],
-          }),
+          this.pool.query(
+            bound(this.sql.takeover, [
+              row.id,
+              req.requestHash,
+              token,
+              req.leaseSeconds,
+              req.ttlSeconds,
+            ]),
+          ),
         );
         if (taken === 'busy') return { type: 'in_progress' };
         if (taken === 'reread') {
@@ -278,10 +288,9 @@ export class PostgresIdempotencyStore<
   /** A plain SELECT: never the scope's advisory lock, which would make a concurrent claim wait. */
   async peek(scope: IdempotencyScope, requestHash: string): Promise<PeekOutcome> {
     const { key, endpoint, userId } = scope;
-    const { rows } = await this.pool.query({
-      ...this.sql.peek,
-      values: [key, endpoint, userId, requestHash],
-    });
+    const { rows } = await this.pool.query(
+      bound(this.sql.peek, [key, endpoint, userId, requestHash]),
+    );
     const row = rows[0] as unknown as ExistingRow | undefined;
     if (!row) return { type: 'absent' };
     return this.existing(row, { key, endpoint, userId, requestHash });
@@ -306,8 +315,8 @@ export class PostgresIdempotencyStore<
         client,
         [
           { text: 'BEGIN', values: [] },
-          { ...this.single.lock, values: [scopeLockKey(this.tableName, req)] },
-          { ...this.single.lookup, values: scope },
+          bound(this.single.lock, [scopeLockKey(this.tableName, req)]),
+          bound(this.single.lookup, scope),
         ],
         this.pool.timeoutMs,
       );
@@ -328,7 +337,7 @@ export class PostgresIdempotencyStore<
       const single = singleCommitTransaction(this.bind, client, {
         timeoutMs: this.pool.timeoutMs,
         maxSeconds: this.singleCommitMaxSeconds,
-        terminate: (pid) => this.pool.query({ ...this.single.terminate, values: [pid] }),
+        terminate: (pid) => this.pool.query(bound(this.single.terminate, [pid])),
         onEnd: freeSlot,
       });
       if (inserts) this.inserting.set(outcome.lease, single);
@@ -357,10 +366,15 @@ export class PostgresIdempotencyStore<
       if (!row.id) return { type: 'claimed', lease: { id: randomUUID(), token, claimed } };
       // Archived and taken over inside the transaction: a rollback restores the old row.
       const taken = await underContention(() =>
-        run({
-          ...this.sql.takeover,
-          values: [row.id, req.requestHash, token, req.leaseSeconds, req.ttlSeconds],
-        }),
+        run(
+          bound(this.sql.takeover, [
+            row.id,
+            req.requestHash,
+            token,
+            req.leaseSeconds,
+            req.ttlSeconds,
+          ]),
+        ),
       );
       // A concurrent takeover won: the transaction (aborted) is rolled back by the caller.
       if (typeof taken === 'string') return { type: 'in_progress' };
@@ -416,21 +430,20 @@ export class PostgresIdempotencyStore<
     // Single-commit: the record is inserted and the transaction committed in one round trip.
     const scope = lease.claimed as NonNullable<Lease['claimed']>;
     const result = single
-      ? await single.commitWith({
-          ...this.single.insertCompleted,
-          values: [
+      ? await single.commitWith(
+          bound(this.single.insertCompleted, [
             lease.id,
             scope.key,
             scope.endpoint,
             scope.userId,
             scope.requestHash,
             ...this.responseValues(c, kept),
-          ],
-        })
-      : await this.on(transaction, {
-          ...this.sql.complete,
-          values: [lease.id, lease.token, ...this.responseValues(c, kept)],
-        });
+          ]),
+        )
+      : await this.on(
+          transaction,
+          bound(this.sql.complete, [lease.id, lease.token, ...this.responseValues(c, kept)]),
+        );
     const row = result?.rows[0] as { expires_at: Date; seconds_left: number } | undefined;
     return row ? { expiresAt: row.expires_at, secondsLeft: row.seconds_left } : null;
   }
@@ -459,10 +472,10 @@ export class PostgresIdempotencyStore<
       throw err;
     });
     if (isolation === 'read committed') return false;
-    const { rowCount } = await this.on(transaction, {
-      ...this.sql.lockClaim,
-      values: [lease.id, lease.token],
-    });
+    const { rowCount } = await this.on(
+      transaction,
+      bound(this.sql.lockClaim, [lease.id, lease.token]),
+    );
     if (rowCount !== 1) throw new Error('nestjs-pg-idempotency: the claim was lost');
     return true;
   }
@@ -478,47 +491,41 @@ export class PostgresIdempotencyStore<
 
   async recordReplays(replays: readonly ReplayEvent[]): Promise<void> {
     if (replays.length === 0) return;
-    await this.pool.query({
-      ...this.sql.recordReplays,
-      values: [
+    await this.pool.query(
+      bound(this.sql.recordReplays, [
         replays.map((r) => r.recordId),
         replays.map((r) => r.replayedMsAgo),
         replays.map((r) => r.expiresAt),
         replays.map((r) => r.count),
         replays.map((r) => r.firstReplayedMsAgo),
-      ],
-    });
+      ]),
+    );
   }
 
   async recordRefusals(refusals: readonly RefusalEvent[]): Promise<void> {
     if (refusals.length === 0) return;
     const column = <K extends keyof RefusalEvent>(k: K) => refusals.map((r) => r[k]);
-    await this.pool.query({
-      ...this.sql.recordRefusals,
-      values: [
+    await this.pool.query(
+      bound(this.sql.recordRefusals, [
         column('recordId'),
         column('kind'),
         column('count'),
         column('firstRefusedMsAgo'),
         column('refusedMsAgo'),
         column('expiresAt'),
-      ],
-    });
+      ]),
+    );
   }
 
   async release(lease: Lease): Promise<boolean> {
-    const { rowCount } = await this.pool.query({
-      ...this.sql.release,
-      values: [lease.id, lease.token],
-    });
+    const { rowCount } = await this.pool.query(bound(this.sql.release, [lease.id, lease.token]));
     return rowCount === 1;
   }
 
   async renew(lease: Lease, leaseSeconds: number): Promise<boolean> {
-    const { rowCount } = await this.pool.query({
-      ...this.sql.renew,
-      values: [lease.id, lease.token, leaseSeconds],
-    });
+    const { rowCount } = await this.pool.query(
+      bound(this.sql.renew, [lease.id, lease.token, leaseSeconds]),
+    );
     return rowCount === 1;
   }
 

@@ -1,7 +1,7 @@
 import type { Lease } from '../../interfaces/idempotency-store.interface.js';
 import { ResponseCipher } from '../../response-cipher.js';
 import type { RecoveryPointStatements } from './recovery-points.sql.js';
-import type { QueryConfig } from './pg-deadline.js';
+import { bound, type QueryConfig } from './pg-deadline.js';
 
 type Query = (config: QueryConfig) => Promise<{ rows: Record<string, unknown>[] }>;
 
@@ -24,7 +24,7 @@ export class PostgresRecoveryPoints {
   ) {}
 
   async load(lease: Lease, name: string): Promise<string | null> {
-    const { rows } = await this.query({ ...this.sql.load, values: [lease.id, lease.token, name] });
+    const { rows } = await this.query(bound(this.sql.load, [lease.id, lease.token, name]));
     const row = rows[0] as { result: Buffer; result_key_id: string | null } | undefined;
     if (!row) return null;
     if (row.result_key_id === null) return row.result.toString('utf8');
@@ -45,10 +45,9 @@ export class PostgresRecoveryPoints {
       const sealed = this.cipher.seal({ headers: {}, body: bytes }, stepAad(lease, name));
       [bytes, keyId] = [sealed.sealed, sealed.keyId];
     }
-    const { rows } = await this.query({
-      ...this.sql.save,
-      values: [lease.id, lease.token, name, bytes, keyId],
-    });
+    const { rows } = await this.query(
+      bound(this.sql.save, [lease.id, lease.token, name, bytes, keyId]),
+    );
     return rows.length === 1;
   }
 }
