@@ -254,15 +254,7 @@ export class PostgresIdempotencyStore<
       }
       if (row.stale) {
         const taken = await underContention(() =>
-          this.pool.query(
-            bound(this.sql.takeover, [
-              row.id,
-              req.requestHash,
-              token,
-              req.leaseSeconds,
-              req.ttlSeconds,
-            ]),
-          ),
+          this.pool.query(this.takeover(row.id, req, token)),
         );
         if (taken === 'busy') return { type: 'in_progress' };
         if (taken === 'reread') {
@@ -365,17 +357,7 @@ export class PostgresIdempotencyStore<
       const token = randomUUID();
       if (!row.id) return { type: 'claimed', lease: { id: randomUUID(), token, claimed } };
       // Archived and taken over inside the transaction: a rollback restores the old row.
-      const taken = await underContention(() =>
-        run(
-          bound(this.sql.takeover, [
-            row.id,
-            req.requestHash,
-            token,
-            req.leaseSeconds,
-            req.ttlSeconds,
-          ]),
-        ),
-      );
+      const taken = await underContention(() => run(this.takeover(row.id, req, token)));
       // A concurrent takeover won: the transaction (aborted) is rolled back by the caller.
       if (typeof taken === 'string') return { type: 'in_progress' };
       const id = taken.rows[0]?.id as string | undefined;
@@ -387,6 +369,11 @@ export class PostgresIdempotencyStore<
       return { type: 'in_progress', recordId: row.id, expiresAt: row.expires_at as Date };
     }
     return this.existing(row, claimed);
+  }
+
+  private takeover(recordId: string, req: ClaimRequest, token: string): QueryConfig {
+    const { requestHash, leaseSeconds, ttlSeconds } = req;
+    return bound(this.sql.takeover, [recordId, requestHash, token, leaseSeconds, ttlSeconds]);
   }
 
   /** What a committed, live row of the scope answers: a mismatch, in progress, or its replay. */
