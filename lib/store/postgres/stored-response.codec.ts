@@ -39,7 +39,10 @@ export class StoredResponseCodec {
     if (c.bodyDigest) return { ...none, digest: c.bodyDigest };
     if (!this.cipher) {
       // The queryable jsonb copy, when PostgreSQL can take the body as jsonb.
-      const json = c.body && !c.bytesOnly ? (jsonCopy({ ...c, body: c.body })?.text ?? null) : null;
+      const json =
+        c.body && !c.bytesOnly
+          ? (jsonCopy({ headers: c.headers, body: c.body })?.text ?? null)
+          : null;
       return { ...none, headers: c.headers, raw: c.body, json };
     }
     // Encrypted: no plaintext copy at all (nor headers); a response without body is not replayed.
