@@ -4,7 +4,7 @@ import {
   type LoggerService,
   ServiceUnavailableException,
 } from '@nestjs/common';
-import { defer, from, mergeMap, type Observable, race, throwError } from 'rxjs';
+import { defer, Observable } from 'rxjs';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import {
   attachIdempotencyContext,
@@ -112,12 +112,29 @@ export class IdempotentExecution {
   private abortable(handled: Observable<unknown>): Observable<unknown> {
     const aborted = this.claimTransaction?.aborted;
     if (!aborted) return handled;
-    // Known before any outcome is recorded, even one the handler produced just before.
-    void aborted.then((reason) => (this.abortedBy = reason));
-    const abort = from(aborted).pipe(
-      mergeMap((reason) => throwError(() => new ServiceUnavailableException(reason.message))),
-    );
-    return race(handled, abort);
+    // rxjs's race, without a second observable per request: whichever speaks first wins.
+    return new Observable((subscriber) => {
+      let won = false;
+      const first =
+        <A extends unknown[]>(pass: (...args: A) => void) =>
+        (...args: A) => {
+          won = true;
+          pass(...args);
+        };
+      const subscription = handled.subscribe({
+        next: first((value: unknown) => subscriber.next(value)),
+        error: first((err: unknown) => subscriber.error(err)),
+        complete: first(() => subscriber.complete()),
+      });
+      // Known before any outcome is recorded, even one the handler produced just before.
+      void aborted.then((reason) => {
+        this.abortedBy = reason;
+        if (won || subscriber.closed) return;
+        subscription.unsubscribe();
+        subscriber.error(new ServiceUnavailableException(reason.message));
+      });
+      return subscription;
+    });
   }
 
   /** The caller went away before the handler started: free the key at once. */
