@@ -24,6 +24,12 @@ const scenario = args.get('scenario') ?? 'first';
 if (scenario !== 'first' && scenario !== 'replay') throw new Error('--scenario first|replay');
 const requests = Number(args.get('requests') ?? 400);
 const warmup = Number(args.get('warmup') ?? 3000);
+/**
+ * Counted windows per variant, back to back; the median window is reported. One window may
+ * catch a major GC or an optimizing compile (callgrind counts V8's helper threads too), which
+ * moved a single 400-request count of module-single by up to 18% between runs.
+ */
+const windows = Number(args.get('windows') ?? 5);
 /** `--keep DIR`: leave the callgrind dumps there, for `callgrind_annotate` (GC, timers, crypto by C++ symbol). */
 const keep = args.get('keep');
 
@@ -56,8 +62,8 @@ function load(url: string, amount: number, variant: VariantName): Promise<autoca
   );
 }
 
-/** Instructions per request of `variant`, counted over `requests` after `warmup` uninstrumented. */
-async function count(variant: VariantName, db: BenchDatabase, dir: string): Promise<number> {
+/** Instructions per request of `variant` in each of `windows` windows of `requests`, after `warmup` uninstrumented. */
+async function count(variant: VariantName, db: BenchDatabase, dir: string): Promise<number[]> {
   const out = path.join(dir, `${variant}.out`);
   const file = fileURLToPath(new URL(`./variants/${variant}.js`, import.meta.url));
   const child = spawn(
@@ -92,17 +98,23 @@ async function count(variant: VariantName, db: BenchDatabase, dir: string): Prom
     await load(url, warmup, variant);
     const control = (...flags: string[]) =>
       execFileSync('callgrind_control', [...flags, String(child.pid)], { stdio: 'ignore' });
-    control('-i', 'on');
-    const result = await load(url, requests, variant);
-    control('-i', 'off');
-    control('-d');
-    if (result['2xx'] !== requests)
-      throw new Error(`${variant}: ${result.non2xx} of ${requests} answers were not 2xx`);
-    const dumps = (await readdir(dir)).filter((f) => f.startsWith(`${variant}.out.`));
-    const text = await readFile(path.join(dir, dumps.sort().at(-1) as string), 'utf8');
-    const totals = /^totals: (\d+)/m.exec(text);
-    if (!totals) throw new Error(`${variant}: no totals in the callgrind dump`);
-    return Number(totals[1]) / requests;
+    const perWindow: number[] = [];
+    for (let w = 0; w < windows; w++) {
+      control('-i', 'on');
+      const result = await load(url, requests, variant);
+      control('-i', 'off');
+      // A dump resets the counters: each dump is one window.
+      control('-d');
+      if (result['2xx'] !== requests)
+        throw new Error(`${variant}: ${result.non2xx} of ${requests} answers were not 2xx`);
+      const dumpNumber = (f: string) => Number(f.slice(f.lastIndexOf('.') + 1));
+      const dumps = (await readdir(dir)).filter((f) => f.startsWith(`${variant}.out.`));
+      const newest = dumps.sort((a, b) => dumpNumber(a) - dumpNumber(b)).at(-1) as string;
+      const totals = /^totals: (\d+)/m.exec(await readFile(path.join(dir, newest), 'utf8'));
+      if (!totals) throw new Error(`${variant}: no totals in the callgrind dump`);
+      perWindow.push(Number(totals[1]) / requests);
+    }
+    return perWindow;
   } finally {
     child.kill('SIGTERM');
     await new Promise((resolve) =>
@@ -119,17 +131,18 @@ const dir = keep
   : await mkdtemp(path.join(os.tmpdir(), 'bench-instructions-'));
 try {
   console.log(
-    `callgrind: ${scenario}, ${warmup} warm-up + ${requests} counted requests per variant`,
+    `callgrind: ${scenario}, ${warmup} warm-up + ${windows} windows × ${requests} counted requests per variant (median window)`,
   );
   const counts: [VariantName, number][] = [];
+  const m = (n: number) => (n / 1e6).toFixed(2);
   for (const variant of variants) {
-    const perRequest = await count(variant, db, dir);
+    const perWindow = (await count(variant, db, dir)).sort((a, b) => a - b);
+    const perRequest = perWindow[Math.floor(perWindow.length / 2)];
     counts.push([variant, perRequest]);
     const ratio =
       counts.length > 1 ? `  ×${(perRequest / counts[0][1]).toFixed(2)} ${counts[0][0]}` : '';
-    console.log(
-      `${variant.padEnd(15)} ${(perRequest / 1e6).toFixed(2)} M instructions/request${ratio}`,
-    );
+    const span = `(windows ${m(perWindow[0])}–${m(perWindow.at(-1) as number)})`;
+    console.log(`${variant.padEnd(15)} ${m(perRequest)} M instructions/request ${span}${ratio}`);
   }
 } finally {
   if (keep) console.log(`callgrind dumps kept in ${dir}`);
