@@ -67,6 +67,12 @@ export class DeadlinePool {
       // process. Errors of a checked-out connection reach its queries anyway.
       pool.on?.('connect', (client) => void guarded(client));
     }
+    // An idle connection for every waiter ahead and this one: pg-pool hands it over on the next
+    // tick, before any I/O could take it away, so there is nothing to time (one timer less).
+    const { idleCount, waitingCount } = pool as { idleCount?: number; waitingCount?: number };
+    if (idleCount !== undefined && waitingCount !== undefined && idleCount > waitingCount) {
+      return pool.connect().then(guarded);
+    }
     return new Promise((resolve, reject) => {
       let late = false;
       const timer = setTimeout(() => {
