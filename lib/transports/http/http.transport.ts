@@ -56,7 +56,6 @@ class HttpTransport implements TransportAdapter {
     const res = http.getResponse();
     // A controller-level and a method-level @Idempotent() both attach this interceptor: once only.
     if (handled.has(req)) return next.handle();
-    handled.add(req);
 
     let key: string | undefined;
     try {
@@ -66,9 +65,11 @@ class HttpTransport implements TransportAdapter {
       throw this.refusals.problem(res, 400, ProblemCode.KeyInvalid, { detail: err.message });
     }
     if (key === undefined) {
+      // Passed through by each attachment alike: nothing to remember for a request without a key.
       if (!route.required) return next.handle();
       throw this.refusals.problem(res, 400, ProblemCode.KeyMissing);
     }
+    handled.add(req);
     const method = scopeMethod(context, req);
     const endpoint = route.endpoint ?? routeEndpoint(req, method);
     const userId = this.refusals.refusing(res, () => this.requests.userId(req, endpoint));
