@@ -3,6 +3,7 @@ import type { TransactionClient } from '../../interfaces/transaction-adapter.int
 import {
   type DeadlinePool,
   type PoolClient,
+  type Queryable,
   type QueryConfig,
   type QueryResult,
   queryWithin,
@@ -18,7 +19,7 @@ export interface StoreTransaction<TManager> {
 export const TRANSACTION_ENDED = 'nestjs-pg-idempotency: the transaction already ended';
 
 /** pg's `query(text, values)` or `query(config)`, as the caller gave it. */
-export function passQuery(client: PoolClient, text: unknown, values?: unknown[]) {
+export function passQuery(client: Queryable, text: unknown, values?: unknown[]) {
   const query = client.query as unknown as (t: unknown, v?: unknown[]) => Promise<QueryResult>;
   return values === undefined ? query.call(client, text) : query.call(client, text, values);
 }
