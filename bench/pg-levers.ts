@@ -1,0 +1,235 @@
+/**
+ * `npm run bench:pg-levers`: issue 19's two PostgreSQL-side levers on a private throwaway cluster
+ * (initdb in a temp folder, free port; removed at the end, also on failure), with the store's own
+ * claim (buildStatements(...).claim, the store's bind values).
+ * 1. Crash loss: a claim acknowledged, then every server process SIGKILLed at once and the cluster
+ *    restarted: does the row survive crash recovery, synchronous_commit on vs off?
+ * 2. The claim alone, CLIENTS concurrent clients, alternating rounds: synchronous_commit on vs off,
+ *    idx_<table>_created_at with vs without. PG_LEVERS_TRIALS, _STATEMENTS (per client), _ROUNDS.
+ */
+import {
+  execFileSync,
+  spawn,
+  type ChildProcess,
+  type ExecFileSyncOptions,
+} from 'node:child_process';
+import { createHash, randomUUID } from 'node:crypto';
+import { chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import pg from 'pg';
+import { IDEMPOTENCY_DEFAULTS } from '../lib/idempotency.defaults.js';
+import { buildStatements } from '../lib/store/postgres/idempotency.sql.js';
+import { bound } from '../lib/store/postgres/pg-deadline.js';
+import { scopeLockKey } from '../lib/store/postgres/scope-lock.js';
+import { migrate } from '../migrations/migrate.js';
+
+const BIN = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';
+const TRIALS = Number(process.env.PG_LEVERS_TRIALS ?? 10);
+const PER_CLIENT = Number(process.env.PG_LEVERS_STATEMENTS ?? 2000);
+const ROUNDS = Number(process.env.PG_LEVERS_ROUNDS ?? 3);
+const CLIENTS = 4;
+const TABLE = 'idempotency_keys';
+const SQL = buildStatements(TABLE);
+const INDEX = `idx_${TABLE}_created_at`;
+
+// initdb and postgres refuse to run as root: as root, every server process runs as `postgres`.
+const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }));
+const owner = process.getuid?.() === 0 ? { uid: id('-u'), gid: id('-g') } : undefined;
+const dir = mkdtempSync(join(tmpdir(), 'pg-levers-'));
+const data = join(dir, 'data');
+if (owner) chownSync(dir, owner.uid, owner.gid);
+const asPg: ExecFileSyncOptions = { cwd: dir, ...owner, stdio: ['ignore', 'ignore', 'inherit'] };
+const port = await new Promise<number>((resolve) => {
+  const server = createServer().listen(0, '127.0.0.1', () => {
+    const { port } = server.address() as { port: number };
+    server.close(() => resolve(port));
+  });
+});
+const connect = async () => {
+  const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', database: 'postgres' });
+  client.on('error', () => undefined); // the crash trials cut the connection on purpose
+  await client.connect();
+  return client;
+};
+
+/** The store's claim: its statement and bind values (scope, hash, token, lease, TTL, lock key). */
+function claim(key: string) {
+  const scope = { key, endpoint: 'POST /payments', userId: 'user-1' };
+  const hash = createHash('sha256').update(key).digest('hex');
+  const { leaseSeconds, ttlSeconds } = IDEMPOTENCY_DEFAULTS;
+  const lock = scopeLockKey(TABLE, scope);
+  return bound(SQL.claim, [key, scope.endpoint, scope.userId, hash, randomUUID(), leaseSeconds, ttlSeconds, lock]); // prettier-ignore
+}
+
+// The cluster runs under a child-subreaper (PID 1 here reaps no orphans): when every server
+// process is SIGKILLed, the reaper collects them all and exits, so a crash leaves no zombie whose
+// PID would keep postmaster.pid "alive" and block the restart.
+const REAPER = `import ctypes, os, sys
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)
+pid = os.fork()
+if pid == 0:
+    out = os.open('pg_ctl.out', os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    os.dup2(out, 1); os.dup2(out, 2)
+    if len(sys.argv) > 3: os.setgroups([]); os.setgid(int(sys.argv[2])); os.setuid(int(sys.argv[1]))
+    argv = sys.argv[-1].split('\\x1f')
+    os.execv(argv[0], argv)
+while True:
+    try: p, status = os.waitpid(-1, 0)
+    except ChildProcessError: break
+    if p == pid: print(os.waitstatus_to_exitcode(status), flush=True)`;
+let reaper: ChildProcess | undefined;
+let running: string[] = [];
+
+async function start(settings: string[]): Promise<void> {
+  running = settings;
+  const opts = ['-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dir}`]; // prettier-ignore
+  for (const s of settings) opts.push('-c', s);
+  const pgCtl = [`${BIN}/pg_ctl`, '-D', data, '-l', join(dir, 'log'), '-w', '-o', opts.join(' '), 'start']; // prettier-ignore
+  const ids = owner ? [String(owner.uid), String(owner.gid)] : [];
+  const child = spawn('python3', ['-c', REAPER, ...ids, pgCtl.join('\x1f')], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] }); // prettier-ignore
+  reaper = child;
+  const code = await new Promise<string>((resolve) => {
+    child.stdout.once('data', (b: Buffer) => resolve(b.toString().trim()));
+    child.once('exit', () => resolve('reaper exited'));
+  });
+  const tail = (file: string) => readFileSync(join(dir, file), 'utf8').slice(-1500);
+  if (code !== '0') throw new Error(`pg_ctl start: ${code}\n${tail('pg_ctl.out')}\n${tail('log')}`);
+}
+
+/** SIGKILL to the postmaster's process group (pg_ctl makes it a group leader): all at once. */
+async function crash(): Promise<void> {
+  const pm = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const pgid = Number(readFileSync(`/proc/${pm}/stat`, 'utf8').split(') ')[1].split(' ')[2]);
+  if (pgid !== pm) throw new Error(`postmaster ${pm} is not its group's leader (${pgid})`);
+  const gone = new Promise((resolve) => reaper?.once('exit', resolve));
+  process.kill(-pm, 'SIGKILL');
+  await gone;
+}
+
+async function stop(): Promise<void> {
+  if (!reaper || reaper.exitCode !== null || reaper.signalCode !== null) return;
+  const gone = new Promise((resolve) => reaper?.once('exit', resolve));
+  execFileSync(`${BIN}/pg_ctl`, ['-D', data, '-m', 'fast', '-w', 'stop'], asPg);
+  await gone;
+}
+
+async function crashTrial(sync: 'on' | 'off', walWriterDelay: string): Promise<boolean> {
+  const settings = [`wal_writer_delay=${walWriterDelay}`];
+  if (running.join() !== settings.join()) await stop().then(() => start(settings));
+  const key = `crash-${randomUUID()}`;
+  const client = await connect();
+  await client.query(`SET synchronous_commit = ${sync}`);
+  const { rows } = await client.query(claim(key));
+  if (rows[0]?.claimed !== true) throw new Error('the claim was not acknowledged');
+  await crash(); // acknowledged: the handler would now charge the card
+  await start(settings);
+  const check = await connect();
+  const found = await check.query(`SELECT 1 FROM ${TABLE} WHERE idempotency_key = $1`, [key]);
+  await check.end();
+  return found.rowCount === 1;
+}
+
+type Round = { perSec: number; p50: number; wal: number; cpu: number };
+
+/** One round: empty table, checkpoint, CLIENTS x PER_CLIENT claims, each client in sequence. */
+async function round(sync: 'on' | 'off', index: boolean): Promise<Round> {
+  const admin = await connect();
+  await admin.query(`TRUNCATE ${TABLE} CASCADE`);
+  await admin.query(index ? `CREATE INDEX IF NOT EXISTS ${INDEX} ON ${TABLE} (created_at)` : `DROP INDEX IF EXISTS ${INDEX}`); // prettier-ignore
+  await admin.query('CHECKPOINT');
+  const clients = await Promise.all(Array.from({ length: CLIENTS }, connect));
+  const setup = `SELECT set_config('synchronous_commit', $1, false), pg_backend_pid() AS p`;
+  const pids = await Promise.all(clients.map(async (c) => (await c.query(setup, [sync])).rows[0].p as number)); // prettier-ignore
+  const cpu0 = backendsCpu(pids);
+  const prefix = randomUUID();
+  const lsn = (await admin.query('SELECT pg_current_wal_lsn() AS l')).rows[0].l as string;
+  const latencies: number[] = [];
+  const t0 = performance.now();
+  await Promise.all(
+    clients.map(async (c, i) => {
+      for (let n = 0; n < PER_CLIENT; n++) {
+        const s = performance.now();
+        await c.query(claim(`${prefix}-${i}-${n}`));
+        latencies.push(performance.now() - s);
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = backendsCpu(pids) - cpu0;
+  const wal = await admin.query('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS b', [lsn]);
+  await Promise.all([admin, ...clients].map((c) => c.end()));
+  const total = CLIENTS * PER_CLIENT;
+  const perSec = total / seconds;
+  return { perSec, p50: median(latencies), wal: Number(wal.rows[0].b) / total, cpu: cpu / total };
+}
+
+/** User + system CPU of the server backends, in µs (clock ticks of 10 ms in /proc). */
+const backendsCpu = (pids: number[]) =>
+  pids
+    .map((p) => readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' '))
+    .reduce((sum, f) => sum + (Number(f[11]) + Number(f[12])) * 10_000, 0);
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const fmt = (r: Round) =>
+  `${r.perSec.toFixed(0).padStart(6)}/s  p50 ${r.p50.toFixed(2).padStart(5)} ms  ${r.wal.toFixed(0)} WAL B/claim  backend CPU ${r.cpu.toFixed(0)} µs/claim`; // prettier-ignore
+
+/** Alternating rounds of two variants (the order flips each round); medians and their ratio. */
+async function compare(name: string, a: [string, () => Promise<Round>], b: typeof a) {
+  const results: Record<string, Round[]> = { [a[0]]: [], [b[0]]: [] };
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const [label, run] of r % 2 ? [b, a] : [a, b]) {
+      const result = await run();
+      results[label].push(result);
+      console.log(`  ${name} ${label.padEnd(9)} round ${r + 1}: ${fmt(result)}`);
+    }
+  }
+  const med = (rs: Round[]): Round => {
+    const of = (k: keyof Round) => median(rs.map((x) => x[k]));
+    return { perSec: of('perSec'), p50: of('p50'), wal: of('wal'), cpu: of('cpu') };
+  };
+  const [ma, mb] = [med(results[a[0]]), med(results[b[0]])];
+  console.log(`${name} ${a[0]}: ${fmt(ma)}\n${name} ${b[0]}: ${fmt(mb)}`);
+  console.log(`${name} ${b[0]} / ${a[0]}: statements/s ×${(mb.perSec / ma.perSec).toFixed(2)}, p50 ×${(mb.p50 / ma.p50).toFixed(2)}, backend CPU ×${(mb.cpu / ma.cpu).toFixed(2)}\n`); // prettier-ignore
+}
+
+process.once('SIGINT', () => {
+  try {
+    execFileSync(`${BIN}/pg_ctl`, ['-D', data, '-m', 'immediate', 'stop'], asPg);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    process.exit(130);
+  }
+});
+
+try {
+  console.log(`pg-levers: ${dir}, port ${port}, load average ${loadavg()[0].toFixed(1)}`);
+  execFileSync(`${BIN}/initdb`, ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8'], asPg);
+  await start([]);
+  const pool = new pg.Pool({ host: '127.0.0.1', port, user: 'postgres', database: 'postgres' });
+  console.log(`migrations applied: ${(await migrate(pool)).join(', ')}`);
+  await pool.end();
+
+  // Interleaved; a trial restarts the cluster with its wal_writer_delay when it differs.
+  const cases = [['on', '10000ms'], ['off', '10000ms'], ['off', '200ms']] as const; // prettier-ignore
+  const survived = cases.map(() => 0);
+  for (let t = 0; t < TRIALS; t++) {
+    for (const [i, [sync, delay]] of cases.entries())
+      survived[i] += +(await crashTrial(sync, delay));
+  }
+  console.log(`\n1. crash loss (${TRIALS} trials each, acknowledged claim, SIGKILL of every process, restart):`); // prettier-ignore
+  for (const [i, [sync, delay]] of cases.entries()) {
+    console.log(`   synchronous_commit=${sync.padEnd(3)} wal_writer_delay=${delay.padEnd(7)}: ${survived[i]}/${TRIALS} claims survived`); // prettier-ignore
+  }
+
+  // The cluster now runs with wal_writer_delay=200ms, the default.
+  console.log(`\n2. claim statement, ${CLIENTS} clients x ${PER_CLIENT}, ${ROUNDS} alternating rounds:`); // prettier-ignore
+  await compare('sync', ['on', () => round('on', true)], ['off', () => round('off', true)]);
+  await compare('index', ['with', () => round('on', true)], ['without', () => round('on', false)]);
+  console.log(`load average at the end ${loadavg()[0].toFixed(1)}`);
+} finally {
+  await stop().catch((err) => console.error(`pg_ctl stop: ${String(err)}`));
+  rmSync(dir, { recursive: true, force: true });
+}
