@@ -6,14 +6,13 @@
  * not instead of it. Needs valgrind.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
 import { ALL_VARIANTS, type VariantName } from './config.js';
 import { BenchDatabase } from './database.js';
+import { keyedLoad } from './keyed-load.js';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2)
@@ -33,34 +32,8 @@ const windows = Number(args.get('windows') ?? 5);
 /** `--keep DIR`: leave the callgrind dumps there, for `callgrind_annotate` (GC, timers, crypto by C++ symbol). */
 const keep = args.get('keep');
 
-/** Replay keys are the variant's own: the variants share one database, and a key must not meet another's record. */
-function load(url: string, amount: number, variant: VariantName): Promise<autocannon.Result> {
-  let next = 0;
-  const replayKeys = Array.from({ length: 1000 }, (_, i) => `instr-${variant}-${i}`);
-  const key = () => (scenario === 'first' ? randomUUID() : replayKeys[next++ % replayKeys.length]);
-  return new Promise((resolve, reject) =>
-    autocannon(
-      {
-        url: `${url}/payments`,
-        method: 'POST',
-        connections: 8,
-        amount,
-        timeout: 60,
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ amount: 100 }),
-        requests: [
-          {
-            setupRequest: (req) => ({
-              ...req,
-              headers: { ...req.headers, 'idempotency-key': key() },
-            }),
-          },
-        ],
-      },
-      (err, result) => (err ? reject(err) : resolve(result)),
-    ),
-  );
-}
+const load = (url: string, amount: number, variant: VariantName) =>
+  keyedLoad(url, { scenario, prefix: `instr-${variant}`, amount });
 
 /** Instructions per request of `variant` in each of `windows` windows of `requests`, after `warmup` uninstrumented. */
 async function count(variant: VariantName, db: BenchDatabase, dir: string): Promise<number[]> {

@@ -6,13 +6,12 @@
  * is charged to the innermost lib/ frame on its stack, so time spent in Node, pg or rxjs on
  * behalf of a lib function shows under that function.
  */
-import { randomUUID } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import autocannon from 'autocannon';
 import { ALL_VARIANTS, type VariantName } from './config.js';
 import { BenchDatabase } from './database.js';
+import { keyedLoad } from './keyed-load.js';
 import { startVariant } from './servers.js';
 
 const args = new Map<string, string>();
@@ -21,6 +20,7 @@ for (let i = 2; i < process.argv.length; i += 2)
 const variant = (args.get('variant') ?? 'module-single') as VariantName;
 if (!ALL_VARIANTS.includes(variant)) throw new Error(`Unknown variant ${variant}`);
 const scenario = args.get('scenario') ?? 'first';
+if (scenario !== 'first' && scenario !== 'replay') throw new Error('--scenario first|replay');
 const seconds = Number(args.get('seconds') ?? 15);
 const top = Number(args.get('top') ?? 40);
 
@@ -41,32 +41,8 @@ interface Profile {
   timeDeltas: number[];
 }
 
-function load(url: string, duration: number): Promise<autocannon.Result> {
-  let next = 0;
-  const replayKeys = Array.from({ length: 1000 }, (_, i) => `prof-${variant}-${i}`);
-  const key = () => (scenario === 'first' ? randomUUID() : replayKeys[next++ % 1000]);
-  return new Promise((resolve, reject) =>
-    autocannon(
-      {
-        url: `${url}/payments`,
-        method: 'POST',
-        connections: 8,
-        duration,
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ amount: 100 }),
-        requests: [
-          {
-            setupRequest: (req) => ({
-              ...req,
-              headers: { ...req.headers, 'idempotency-key': key() },
-            }),
-          },
-        ],
-      },
-      (err, result) => (err ? reject(err) : resolve(result)),
-    ),
-  );
-}
+const load = (url: string, duration: number) =>
+  keyedLoad(url, { scenario, prefix: `prof-${variant}`, duration });
 
 const OURS = '/dist-bench/lib/';
 const ours = (url: string) => url.includes(OURS);

@@ -1,0 +1,100 @@
+/**
+ * `npm run bench:allocations -- --variants raw-single,module-single [--scenario first|replay]`:
+ * bytes allocated per request by each variant's server, by allocating function. V8's sampling
+ * heap profiler runs in the server (started over the inspector after the warm-up) and keeps the
+ * samples of objects the GC already collected, so this is what the request allocates, not what
+ * survives. Steadier than `bench:instructions` (whose windows move with each major GC): it
+ * shows a lever that only removes allocations, i.e. garbage-collector work.
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ALL_VARIANTS, type VariantName } from './config.js';
+import { BenchDatabase } from './database.js';
+import { keyedLoad } from './keyed-load.js';
+import { startVariant } from './servers.js';
+
+const args = new Map<string, string>();
+for (let i = 2; i < process.argv.length; i += 2)
+  args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
+const variants = (args.get('variants') ?? 'raw-single,module-single').split(',') as VariantName[];
+for (const v of variants) if (!ALL_VARIANTS.includes(v)) throw new Error(`Unknown variant ${v}`);
+const scenario = (args.get('scenario') ?? 'first') as 'first' | 'replay';
+if (scenario !== 'first' && scenario !== 'replay') throw new Error('--scenario first|replay');
+const requests = Number(args.get('requests') ?? 3000);
+const warmup = Number(args.get('warmup') ?? 3000);
+const top = Number(args.get('top') ?? 15);
+
+interface HeapNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: HeapNode[];
+}
+
+const preload = fileURLToPath(new URL('./heap-sampling.preload.cjs', import.meta.url));
+
+function bytesByPlace(root: HeapNode): Map<string, number> {
+  const places = new Map<string, number>();
+  const stack = [root];
+  while (stack.length > 0) {
+    const node = stack.pop() as HeapNode;
+    const { functionName, url, lineNumber } = node.callFrame;
+    const file = url.replace(/.*node_modules\//, '').replace(/.*dist-bench\//, '');
+    const place = `${file} ${functionName || '(anon)'}:${lineNumber + 1}`;
+    places.set(place, (places.get(place) ?? 0) + node.selfSize);
+    stack.push(...node.children);
+  }
+  return places;
+}
+
+async function measure(variant: VariantName, db: BenchDatabase, dir: string) {
+  const out = path.join(dir, `${variant}.heapprofile`);
+  process.env.BENCH_VARIANT_NODE_ARGS = `--require ${preload}`;
+  const server = await startVariant(variant, {
+    DATABASE_URL: db.url,
+    BENCH_POOL_SIZE: '10',
+    BENCH_HEAP_PROFILE: out,
+    REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
+  });
+  try {
+    const load = (amount: number) =>
+      keyedLoad(server.url, { scenario, prefix: `alloc-${variant}`, amount });
+    await load(warmup);
+    process.kill(server.pid, 'SIGUSR2');
+    const result = await load(requests);
+    if (result['2xx'] !== requests) throw new Error(`${variant}: ${result.non2xx} not 2xx`);
+    process.kill(server.pid, 'SIGUSR2');
+    for (let i = 0; i < 100; i++) {
+      const written = await readFile(out, 'utf8').catch(() => undefined);
+      if (written) return bytesByPlace((JSON.parse(written) as { head: HeapNode }).head);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`${variant}: no heap profile written`);
+  } finally {
+    await server.stop();
+  }
+}
+
+const db = await BenchDatabase.create(
+  process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+);
+const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-allocations-'));
+try {
+  console.log(`${scenario}: ${warmup} warm-up, then ${requests} sampled requests per variant`);
+  for (const variant of variants) {
+    const places = await measure(variant, db, dir);
+    const perRequest = (n: number) => `${(n / requests / 1024).toFixed(1).padStart(6)} KB`;
+    const total = [...places.values()].reduce((a, b) => a + b, 0);
+    console.log(`\n${variant}: ${perRequest(total)} allocated per request`);
+    const sorted = [...places].sort((a, b) => b[1] - a[1]);
+    for (const [place, bytes] of sorted.slice(0, top))
+      console.log(`${perRequest(bytes)}  ${place}`);
+    const lib = sorted.filter(([place]) => place.startsWith('lib/'));
+    const libTotal = lib.reduce((a, [, b]) => a + b, 0);
+    console.log(`${perRequest(libTotal)}  in lib/ functions (${lib.length} places)`);
+  }
+} finally {
+  await rm(dir, { recursive: true, force: true });
+  await db.drop();
+}

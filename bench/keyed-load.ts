@@ -1,0 +1,42 @@
+import { randomUUID } from 'node:crypto';
+import autocannon from 'autocannon';
+
+export interface KeyedLoad {
+  /** `first`: a new key per request; `replay`: 1000 keys of `prefix`, round robin. */
+  scenario: 'first' | 'replay';
+  /** Names the replay keys: variants sharing a database must not meet each other's records. */
+  prefix: string;
+  connections?: number;
+  /** A number of requests, or a duration in seconds. */
+  amount?: number;
+  duration?: number;
+}
+
+/** `POST /payments` of the bench variants under autocannon, each request with its key. */
+export function keyedLoad(url: string, o: KeyedLoad): Promise<autocannon.Result> {
+  let next = 0;
+  const replayKeys = Array.from({ length: 1000 }, (_, i) => `${o.prefix}-${i}`);
+  const key = () => (o.scenario === 'first' ? randomUUID() : replayKeys[next++ % 1000]);
+  return new Promise((resolve, reject) =>
+    autocannon(
+      {
+        url: `${url}/payments`,
+        method: 'POST',
+        connections: o.connections ?? 8,
+        ...(o.amount !== undefined ? { amount: o.amount } : { duration: o.duration ?? 10 }),
+        timeout: 60,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ amount: 100 }),
+        requests: [
+          {
+            setupRequest: (req) => ({
+              ...req,
+              headers: { ...req.headers, 'idempotency-key': key() },
+            }),
+          },
+        ],
+      },
+      (err, result) => (err ? reject(err) : resolve(result)),
+    ),
+  );
+}
