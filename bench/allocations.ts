@@ -32,7 +32,7 @@ interface HeapNode {
   children: HeapNode[];
 }
 
-const preload = fileURLToPath(new URL('./heap-sampling.preload.cjs', import.meta.url));
+const preload = fileURLToPath(new URL('./heap-sampling.preload.mjs', import.meta.url));
 
 function bytesByPlace(root: HeapNode): Map<string, number> {
   const places = new Map<string, number>();
@@ -50,7 +50,7 @@ function bytesByPlace(root: HeapNode): Map<string, number> {
 
 async function measure(variant: VariantName, db: BenchDatabase, dir: string) {
   const out = path.join(dir, `${variant}.heapprofile`);
-  process.env.BENCH_VARIANT_NODE_ARGS = `--require ${preload}`;
+  process.env.BENCH_VARIANT_NODE_ARGS = `--import ${preload}`;
   const server = await startVariant(variant, {
     DATABASE_URL: db.url,
     BENCH_POOL_SIZE: '10',

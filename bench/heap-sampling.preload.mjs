@@ -1,8 +1,8 @@
-// Loaded into a bench server by `npm run bench:allocations` (--require): the first SIGUSR2 starts
+// Loaded into a bench server by `npm run bench:allocations` (--import): the first SIGUSR2 starts
 // V8's sampling heap profiler, keeping samples of collected objects; the second writes the profile
 // to BENCH_HEAP_PROFILE.
-const inspector = require('node:inspector');
-const fs = require('node:fs');
+import fs from 'node:fs';
+import inspector from 'node:inspector';
 
 const session = new inspector.Session();
 session.connect();
