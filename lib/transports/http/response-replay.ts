@@ -46,6 +46,9 @@ function returnThis(this: unknown): unknown {
   return this;
 }
 
+/** Per prototype (Express's app.response, Fastify's Reply): its child whose status/send do nothing. */
+const silenced = new WeakMap<object, object>();
+
 /**
  * After a replay was written: Nest still replies to the `undefined` the route returned
  * (`status(code)` then `send()` on Express and Fastify). Both become no-ops on this response
@@ -53,8 +56,23 @@ function returnThis(this: unknown): unknown {
  * Fastify does not build an "already sent" error per replay.
  */
 export function silencePlatformReply(res: PlatformResponse): void {
-  res.status = returnThis;
-  res.send = returnThis;
+  if (Object.hasOwn(res, 'status') || Object.hasOwn(res, 'send')) {
+    res.status = returnThis;
+    res.send = returnThis;
+    return;
+  }
+  // A cached child prototype, not two new properties: adding them grew the response's
+  // property store and migrated its map on every replay.
+  const proto = Object.getPrototypeOf(res) as object;
+  let child = silenced.get(proto);
+  if (!child) {
+    child = Object.create(proto, {
+      status: { value: returnThis, writable: true, configurable: true },
+      send: { value: returnThis, writable: true, configurable: true },
+    }) as object;
+    silenced.set(proto, child);
+  }
+  Object.setPrototypeOf(res, child);
 }
 
 /**
