@@ -17,6 +17,7 @@ import {
 import { Module, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import pg from 'pg';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource } from 'typeorm';
 import { IdempotencyCleanupService, IdempotencyModule } from '../../lib/index.js';
 import { LogCapture } from '../fixtures/log-capture.js';
@@ -104,18 +105,28 @@ describe('cleanup lock', () => {
     const warnings = () => logs.of('IdempotencyCleanup', 'warn').map((l) => l.message);
     try {
       await holder.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [LOCK]);
+      // The skip and run stamps reach the app as Dates (milliseconds): on a fast machine a run
+      // recorded right after a skip can share its millisecond and look simultaneous. Real runs
+      // are minutes apart; here each step waits 3 ms so the order of the stamps is the order of
+      // the steps.
+      const skip = async () => {
+        await sleep(3);
+        const result = await cleanup.run();
+        await sleep(3);
+        return result;
+      };
       // Another instance that cleans between the skips is the normal case: no warning.
       for (let i = 0; i < 3; i++) {
-        expect((await cleanup.run()).ran).toBe(false);
+        expect((await skip()).ran).toBe(false);
         await db.dataSource.query(
           `INSERT INTO idempotency_keys_cleanup_runs (started_at, finished_at, deleted, batches)
            VALUES (clock_timestamp(), clock_timestamp(), 0, 3)`,
         );
       }
       expect(warnings()).toEqual([]);
-      for (let i = 0; i < 2; i++) expect((await cleanup.run()).ran).toBe(false);
+      for (let i = 0; i < 2; i++) expect((await skip()).ran).toBe(false);
       expect(warnings()).toEqual([]);
-      expect((await cleanup.run()).ran).toBe(false);
+      expect((await skip()).ran).toBe(false);
       expect(warnings()).toEqual([expect.stringMatching(/skipped 3 runs in a row/)]);
       await holder.query('SELECT pg_advisory_unlock_all()');
       expect((await cleanup.run()).ran).toBe(true);
