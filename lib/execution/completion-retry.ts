@@ -143,13 +143,13 @@ class CompletionRetry {
     const fallBack = this.unanswered >= COMPLETION_RETRY.fallBackAfterUnanswered;
     const written = await writeFirst(this.ctx, this.completions, fallBack);
     if (this.stopped) return;
-    if ('failure' in written) this.unanswered = written.refused ? 0 : this.unanswered + 1;
     if (!('failure' in written)) {
       if (written.record) logger.log?.(`${describe()}: completion written after retrying`);
       else logger.error?.(`Lost the claim of ${describe()} while retrying its completion`);
       void this.stop();
       return;
     }
+    this.unanswered = written.refused ? 0 : this.unanswered + 1;
     // Keeps the claim held meanwhile, however long the store refuses the completion.
     const held = await store.renew(lease, leaseSeconds).catch(() => true);
     if (!held) {

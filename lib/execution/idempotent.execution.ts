@@ -115,16 +115,19 @@ export class IdempotentExecution {
     // rxjs's race, without a second observable per request: whichever speaks first wins.
     return new Observable((subscriber) => {
       let won = false;
-      const first =
-        <A extends unknown[]>(pass: (...args: A) => void) =>
-        (...args: A) => {
-          won = true;
-          pass(...args);
-        };
       const subscription = handled.subscribe({
-        next: first((value: unknown) => subscriber.next(value)),
-        error: first((err: unknown) => subscriber.error(err)),
-        complete: first(() => subscriber.complete()),
+        next: (value) => {
+          won = true;
+          subscriber.next(value);
+        },
+        error: (err: unknown) => {
+          won = true;
+          subscriber.error(err);
+        },
+        complete: () => {
+          won = true;
+          subscriber.complete();
+        },
       });
       // Known before any outcome is recorded, even one the handler produced just before.
       void aborted.then((reason) => {

@@ -28,28 +28,43 @@ const patches = new WeakMap<object, Partial<Record<Patched, Method>>>();
 /** Per prototype (Express's app.response, http.ServerResponse.prototype): its patching child. */
 const children = new WeakMap<object, object>();
 
-function patchingChild(base: Patchable): object {
-  let child = children.get(base);
+/**
+ * Gives `target` a child of its own prototype that carries `methods(base)` (made once per
+ * prototype, kept in `cache`) instead of new own properties: adding properties to a response
+ * grows its property store and migrates its map on every request. Returns the prototype it had.
+ */
+export function shadowPrototype<T extends object>(
+  target: T,
+  cache: WeakMap<object, object>,
+  methods: (base: T) => Record<string, Method>,
+): T {
+  const base = Object.getPrototypeOf(target) as T;
+  let child = cache.get(base);
   if (!child) {
-    const methods: Partial<Record<Patched, Method>> = {};
-    for (const name of PATCHED) {
-      const inherited = base[name];
-      methods[name] = function (this: Patchable, ...args: unknown[]) {
-        const own = patches.get(this)?.[name];
-        return (own ?? inherited).apply(this, args);
-      };
-    }
-    child = Object.create(base, Object.getOwnPropertyDescriptors(methods)) as object;
-    children.set(base, child);
+    child = Object.create(base, Object.getOwnPropertyDescriptors(methods(base))) as object;
+    cache.set(base, child);
   }
-  return child;
+  Object.setPrototypeOf(target, child);
+  return base;
+}
+
+/** Methods that answer with the response's own patch, else with what `base` has. */
+function dispatchers(base: Patchable): Record<string, Method> {
+  const methods: Record<string, Method> = {};
+  for (const name of PATCHED) {
+    const inherited = base[name];
+    methods[name] = function (this: Patchable, ...args: unknown[]) {
+      const own = patches.get(this)?.[name];
+      return (own ?? inherited).apply(this, args);
+    };
+  }
+  return methods;
 }
 
 /**
- * Routes `res`'s writeHead/write/end/flushHeaders to `methods` until `restore()`. The response is
- * given a child of its own prototype (one per prototype, cached), not four new properties: adding
- * properties to a ServerResponse grows its property store and migrates its map on every request.
- * A response that already carries one of them as its own property is patched in place.
+ * Routes `res`'s writeHead/write/end/flushHeaders to `methods` until `restore()`, through
+ * `shadowPrototype`. A response that already carries one of them as its own property (Express's
+ * compression middleware) is patched in place.
  */
 export function patch(res: ServerResponse, methods: Partial<Record<Patched, Method>>) {
   const target = res as Patchable;
@@ -63,9 +78,8 @@ export function patch(res: ServerResponse, methods: Partial<Record<Patched, Meth
     Object.assign(target, methods);
     return { original, restore: () => void Object.assign(target, original) };
   }
-  const base = Object.getPrototypeOf(target) as Patchable;
   patches.set(target, methods);
-  Object.setPrototypeOf(target, patchingChild(base));
+  const base = shadowPrototype(target, children, dispatchers);
   return {
     original,
     restore: () => {

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { StoredResponse } from '../../interfaces/idempotency-store.interface.js';
 import { hijack, type PlatformResponse, rawResponse } from '../../request/http-adapter.utils.js';
-import { BODY_HEADERS } from './response-patch.js';
+import { BODY_HEADERS, shadowPrototype } from './response-patch.js';
 
 /**
  * Answers with a stored response, written here whole; the platform's own reply of the
@@ -61,18 +61,7 @@ export function silencePlatformReply(res: PlatformResponse): void {
     res.send = returnThis;
     return;
   }
-  // A cached child prototype, not two new properties: adding them grew the response's
-  // property store and migrated its map on every replay.
-  const proto = Object.getPrototypeOf(res) as object;
-  let child = silenced.get(proto);
-  if (!child) {
-    child = Object.create(proto, {
-      status: { value: returnThis, writable: true, configurable: true },
-      send: { value: returnThis, writable: true, configurable: true },
-    }) as object;
-    silenced.set(proto, child);
-  }
-  Object.setPrototypeOf(res, child);
+  shadowPrototype(res as object, silenced, () => ({ status: returnThis, send: returnThis }));
 }
 
 /**
