@@ -17,6 +17,7 @@ afterAll(async () => app?.stop());
 interface Backend {
   pid: number;
   application_name: string;
+  state: string | null;
 }
 
 /**
@@ -31,11 +32,13 @@ it('opens no connection outside the app pool, and never more than its max', asyn
   const sampler = withAdminClient(async (admin) => {
     while (sampling) {
       const { rows } = await admin.query<Backend>(
-        `SELECT pid, application_name FROM pg_stat_activity
+        `SELECT pid, application_name, state FROM pg_stat_activity
           WHERE datname = $1 AND pid <> pg_backend_pid()`,
         [app.db.name],
       );
-      for (const row of rows) seen.set(row.pid, row.application_name);
+      // A backend still starting (state NULL) shows no application_name yet: its name is
+      // taken once it has started; it still counts towards the pool's max.
+      for (const row of rows) if (row.state !== null) seen.set(row.pid, row.application_name);
       most = Math.max(most, rows.length);
       await sleep(5);
     }
