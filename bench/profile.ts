@@ -1,10 +1,14 @@
 /**
- * `npm run bench:profile -- --variant module-single [--scenario first|replay] [--seconds 15]`:
- * where a variant's server spends its CPU under load. callgrind counts instructions but cannot
- * name JIT'd JavaScript; V8's sampling profiler can. The server runs with `--cpu-prof`; only the
- * samples taken during the measured load count (warm-up and start-up are left out). Each sample
- * is charged to the innermost lib/ frame on its stack, so time spent in Node, pg or rxjs on
- * behalf of a lib function shows under that function.
+ * `npm run bench:profile -- --variants raw-sql,module [--scenario first|replay] [--seconds 15]`:
+ * where each variant's server spends its main thread's CPU under load, in µs per request, side by
+ * side. callgrind counts instructions but cannot name JIT'd JavaScript; V8's sampling profiler
+ * can. Each server runs with `--cpu-prof`; only the samples taken during the measured load count
+ * (warm-up and start-up are left out). Two views:
+ * - self time by package (lib/ summed, each dependency, each Node module, native: GC, writev), so
+ *   the difference to a floor shows where it is spent, in the library or on its behalf;
+ * - each sample charged to the innermost lib/ frame on its stack (the library's parts, with what
+ *   they call in pg, Node or rxjs; a floor's raw-*.js interceptor is charged the same way): the
+ *   first-call budget, part by part, beside the floor's.
  */
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -17,12 +21,15 @@ import { startVariant } from './servers.js';
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2)
   args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
-const variant = (args.get('variant') ?? 'module-single') as VariantName;
-if (!ALL_VARIANTS.includes(variant)) throw new Error(`Unknown variant ${variant}`);
+const variants = (args.get('variants') ?? args.get('variant') ?? 'raw-single,module-single').split(
+  ',',
+) as VariantName[];
+for (const v of variants) if (!ALL_VARIANTS.includes(v)) throw new Error(`Unknown variant ${v}`);
 const scenario = args.get('scenario') ?? 'first';
 if (scenario !== 'first' && scenario !== 'replay') throw new Error('--scenario first|replay');
 const seconds = Number(args.get('seconds') ?? 15);
-const top = Number(args.get('top') ?? 40);
+const top = Number(args.get('top') ?? 30);
+const intervalUs = Number(args.get('interval') ?? 200);
 
 interface Frame {
   functionName: string;
@@ -40,97 +47,134 @@ interface Profile {
   samples: number[];
   timeDeltas: number[];
 }
-
-const load = (url: string, duration: number) =>
-  keyedLoad(url, { scenario, prefix: `prof-${variant}`, duration });
+/** One variant's measured window: samples per place, and the requests answered in it. */
+interface Summary {
+  requests: number;
+  busy: number;
+  byPackage: Map<string, number>;
+  byLibFunction: Map<string, number>;
+}
 
 const OURS = '/dist-bench/lib/';
 const ours = (url: string) => url.includes(OURS);
-const short = (url: string) =>
-  ours(url)
-    ? `lib/${url.split(OURS).at(-1)}`
-    : url.includes('node_modules/')
-      ? url.split('node_modules/').at(-1)?.split('/')[0] + ' (dep)'
-      : url.startsWith('node:')
-        ? 'node internals'
-        : url.includes('/bench/')
-          ? 'bench'
-          : url || 'native/gc/idle';
+function packageOf(f: Frame): string {
+  const url = f.url;
+  if (ours(url)) return `lib/${url.split(OURS).at(-1)}`;
+  if (url.includes('node_modules/')) {
+    const [scope, name] = (url.split('node_modules/').at(-1) as string).split('/');
+    return scope.startsWith('@') ? `${scope}/${name}` : scope;
+  }
+  if (url.startsWith('node:')) return url.replace('node:internal/', 'node:');
+  if (url.includes('/bench/')) return 'bench (variant code)';
+  return `native: ${f.functionName || '(anon)'}`;
+}
+/** The floors' hand-written interceptors: charged like lib/, so their parts compare with ours. */
+const FLOOR = /\/dist-bench\/bench\/variants\/(raw-[a-z-]+\.js)$/;
+const charged = (url: string) => ours(url) || FLOOR.test(url);
+const partOf = (f: Frame) =>
+  `${ours(f.url) ? `lib/${f.url.split(OURS).at(-1)}` : `bench/${FLOOR.exec(f.url)?.[1]}`} ${f.functionName || '(anon)'}:${f.lineNumber + 1}`;
 
-function summarize(profile: Profile, from: number, to: number): void {
+function summarize(profile: Profile, from: number, to: number, requests: number): Summary {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  const selfByPlace = new Map<string, number>();
-  const chargedToLib = new Map<string, number>();
-  const chargedFile = new Map<string, number>();
+  const add = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
+  const summary: Summary = { requests, busy: 0, byPackage: new Map(), byLibFunction: new Map() };
   let t = profile.startTime;
-  let total = 0;
-  let idle = 0;
   profile.samples.forEach((id, i) => {
     t += profile.timeDeltas[i];
     if (t < from || t > to) return;
-    total++;
-    const node = byId.get(id) as ProfileNode;
-    const f = node.callFrame;
-    if (f.functionName === '(idle)') {
-      idle++;
-      return;
-    }
-    const place = `${short(f.url)} ${f.functionName || '(anon)'}:${f.lineNumber + 1}`;
-    selfByPlace.set(place, (selfByPlace.get(place) ?? 0) + 1);
+    const f = (byId.get(id) as ProfileNode).callFrame;
+    if (f.functionName === '(idle)') return;
+    summary.busy++;
+    add(summary.byPackage, packageOf(f));
     for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
       const cf = (byId.get(cur) as ProfileNode).callFrame;
-      if (ours(cf.url)) {
-        const name = `${short(cf.url)} ${cf.functionName || '(anon)'}:${cf.lineNumber + 1}`;
-        chargedToLib.set(name, (chargedToLib.get(name) ?? 0) + 1);
-        chargedFile.set(short(cf.url), (chargedFile.get(short(cf.url)) ?? 0) + 1);
+      if (charged(cf.url)) {
+        add(summary.byLibFunction, partOf(cf));
         break;
       }
     }
   });
-  const busy = total - idle;
-  const pct = (n: number) => `${((100 * n) / busy).toFixed(1).padStart(5)}%`;
-  const print = (title: string, m: Map<string, number>, n = top) => {
-    console.log(`\n${title}`);
-    for (const [k, v] of [...m].sort((a, b) => b[1] - a[1]).slice(0, n))
-      console.log(`${pct(v)} ${k}`);
-  };
-  const libTotal = [...chargedFile.values()].reduce((a, b) => a + b, 0);
-  console.log(`${busy} busy samples (${idle} idle); charged to lib/: ${pct(libTotal)}`);
-  print('lib/ files (self + what they call outside lib/)', chargedFile);
-  print('lib/ functions (self + what they call outside lib/)', chargedToLib);
-  print('self time by function', selfByPlace);
+  return summary;
+}
+
+/** Samples per request as µs of main-thread CPU per request (the sampling interval's worth). */
+const us = (s: Summary, samples = s.busy) => (samples * intervalUs) / s.requests;
+const cell = (n: number) => n.toFixed(1).padStart(8);
+
+function printSideBySide(summaries: [VariantName, Summary][]): void {
+  const first = summaries[0][1];
+  const places = new Set(summaries.flatMap(([, s]) => [...s.byPackage.keys()]));
+  const lib = (s: Summary) =>
+    [...s.byPackage].filter(([k]) => k.startsWith('lib/')).reduce((a, [, n]) => a + n, 0);
+  const rows = [...places]
+    .filter((p) => !p.startsWith('lib/'))
+    .map((p) => [p, ...summaries.map(([, s]) => us(s, s.byPackage.get(p) ?? 0))] as const);
+  rows.push(['lib/ (self, all files)', ...summaries.map(([, s]) => us(s, lib(s)))]);
+  const last = (r: readonly [string, ...number[]]) => r[r.length - 1] as number;
+  rows.sort((a, b) => Math.abs(last(b) - (b[1] as number)) - Math.abs(last(a) - (a[1] as number)));
+  const names = summaries.map(([v]) => v.padStart(16)).join('');
+  const delta = summaries.length > 1 ? '   last−first' : '';
+  console.log(
+    `\nmain-thread CPU, µs per request, self time by package\n${''.padEnd(34)}${names}${delta}`,
+  );
+  const total = ['busy (all)', ...summaries.map(([, s]) => us(s))] as const;
+  for (const r of [total, ...rows.slice(0, top)]) {
+    const values = r.slice(1) as number[];
+    const diff = summaries.length > 1 ? cell(last(r) - values[0]) : '';
+    console.log(
+      `${String(r[0]).slice(0, 33).padEnd(34)}${values.map((v) => cell(v).padStart(16)).join('')}   ${diff}`,
+    );
+  }
+  void first;
+}
+
+function printLibParts(variant: VariantName, s: Summary): void {
+  const total = [...s.byLibFunction.values()].reduce((a, b) => a + b, 0);
+  console.log(
+    `\n${variant}: charged to the innermost lib/ (or raw-*.js floor) function, self + what it calls elsewhere, µs per request; all of them ${us(s, total).toFixed(1)}`,
+  );
+  for (const [k, v] of [...s.byLibFunction].sort((a, b) => b[1] - a[1]).slice(0, top))
+    console.log(`${cell(us(s, v))}  ${k}`);
 }
 
 const db = await BenchDatabase.create(
   process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
 );
-const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-profile-'));
-process.env.BENCH_VARIANT_NODE_ARGS = `--cpu-prof --cpu-prof-dir=${dir} --cpu-prof-interval=${args.get('interval') ?? 200}`;
+const summaries: [VariantName, Summary][] = [];
 try {
-  const server = await startVariant(variant, {
-    DATABASE_URL: db.url,
-    BENCH_POOL_SIZE: '10',
-    REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
-  });
-  try {
-    await load(server.url, 3);
-    const from = Number(process.hrtime.bigint() / 1000n);
-    const result = await load(server.url, seconds);
-    const to = Number(process.hrtime.bigint() / 1000n);
-    console.log(
-      `${variant} ${scenario}: ${result.requests.average} req/s, ${result['2xx']} 2xx, ${result.non2xx} other`,
-    );
-    await server.stop();
-    const file = (await readdir(dir)).find((f) => f.endsWith('.cpuprofile'));
-    if (!file) throw new Error('the server wrote no .cpuprofile');
-    summarize(JSON.parse(await readFile(path.join(dir, file), 'utf8')) as Profile, from, to);
-  } finally {
-    await server.stop();
+  for (const variant of variants) {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-profile-'));
+    process.env.BENCH_VARIANT_NODE_ARGS = `--cpu-prof --cpu-prof-dir=${dir} --cpu-prof-interval=${intervalUs}`;
+    const server = await startVariant(variant, {
+      DATABASE_URL: db.url,
+      BENCH_POOL_SIZE: '10',
+      REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
+    });
+    try {
+      const load = (duration: number) =>
+        keyedLoad(server.url, { scenario, prefix: `prof-${variant}`, duration });
+      await load(3);
+      const from = Number(process.hrtime.bigint() / 1000n);
+      const result = await load(seconds);
+      const to = Number(process.hrtime.bigint() / 1000n);
+      console.log(
+        `${variant} ${scenario}: ${result.requests.average} req/s, ${result['2xx']} 2xx, ${result.non2xx} other`,
+      );
+      await server.stop();
+      const file = (await readdir(dir)).find((f) => f.endsWith('.cpuprofile'));
+      if (!file) throw new Error('the server wrote no .cpuprofile');
+      const profile = JSON.parse(await readFile(path.join(dir, file), 'utf8')) as Profile;
+      summaries.push([variant, summarize(profile, from, to, result['2xx'] + result.non2xx)]);
+    } finally {
+      await server.stop();
+      if (!args.has('keep')) await rm(dir, { recursive: true, force: true });
+      else console.log(`profile kept in ${dir}`);
+    }
   }
 } finally {
-  if (!args.has('keep')) await rm(dir, { recursive: true, force: true });
-  else console.log(`profile kept in ${dir}`);
   await db.drop();
 }
+printSideBySide(summaries);
+for (const [variant, s] of summaries) if (s.byLibFunction.size > 0) printLibParts(variant, s);

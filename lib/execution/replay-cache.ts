@@ -68,6 +68,7 @@ export class ReplayCache {
       bytes,
     });
     this.bytes += bytes;
+    if (this.entries.size <= limits.maxEntries && this.bytes <= limits.maxBytes) return;
     for (const [k, e] of this.entries) {
       if (this.entries.size <= limits.maxEntries && this.bytes <= limits.maxBytes) break;
       this.delete(k, e);

@@ -114,12 +114,15 @@ export function idempotencyStoreContract(
       await first.transaction.rollback();
       const again = await h.store.claimInTransaction(req);
       if (again.type !== 'claimed') throw new Error(`expected claimed, got ${again.type}`);
-      assertMatch(await h.store.complete(again.lease, completion(), again.transaction), {
-        secondsLeft: anyOf(Number),
-      });
+      const done = await h.store.complete(again.lease, completion(), again.transaction);
+      assertMatch(done, { secondsLeft: anyOf(Number) });
       await again.transaction.commit();
       const replay = await h.store.claimInTransaction(req);
-      assertMatch(replay, { type: 'completed', response: { statusCode: 201 } });
+      assertMatch(replay, {
+        type: 'completed',
+        expiresAt: done?.expiresAt,
+        response: { statusCode: 201 },
+      });
       assert.equal((await h.store.claim(req)).type, 'completed');
     });
 

@@ -8,6 +8,14 @@ import { orphanedStepsCleanup } from './recovery-points.sql.js';
 export const staleExpr = (alias: string) =>
   `CASE WHEN ${alias}.status = 'completed' THEN ${alias}.expires_at <= now() ELSE ${alias}.locked_until <= now() END`;
 
+/**
+ * What a completion returns: its expiry as whole epoch milliseconds (a float8 the driver parses
+ * with parseFloat; a timestamptz would go through pg's date-string parser on every first call),
+ * and the seconds left by the database's clock.
+ */
+export const COMPLETED_RETURNING = `RETURNING floor(extract(epoch FROM expires_at) * 1000)::float8 AS expires_ms,
+          extract(epoch FROM expires_at - clock_timestamp())::float8 AS seconds_left`;
+
 /** What a claim reads of an existing row; `$4` is the request hash, the response only when it matches. */
 export function existingColumns(k: string, locked = 'true'): string {
   return `SELECT ${k}.id, false AS claimed, ${locked} AS locked, ${k}.status,
@@ -129,7 +137,7 @@ UPDATE ${t} k
        locked_until = NULL, expires_at = clock_timestamp() + make_interval(secs => $8),
        response_key_id = $9, response_digest = $10
  WHERE id = $1 AND owner_token = $2 AND status = 'in_progress'
-RETURNING expires_at, extract(epoch FROM expires_at - clock_timestamp())::float8 AS seconds_left`,
+${COMPLETED_RETURNING}`,
     },
     /**
      * First statement of a transactional handler's transaction under REPEATABLE READ or

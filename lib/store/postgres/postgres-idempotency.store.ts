@@ -431,8 +431,8 @@ export class PostgresIdempotencyStore<
           transaction,
           bound(this.sql.complete, [lease.id, lease.token, ...this.responseValues(c, kept)]),
         );
-    const row = result?.rows[0] as { expires_at: Date; seconds_left: number } | undefined;
-    return row ? { expiresAt: row.expires_at, secondsLeft: row.seconds_left } : null;
+    const row = result?.rows[0] as { expires_ms: number; seconds_left: number } | undefined;
+    return row ? { expiresAt: new Date(row.expires_ms), secondsLeft: row.seconds_left } : null;
   }
 
   /**

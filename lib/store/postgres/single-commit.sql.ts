@@ -1,4 +1,4 @@
-import { existingColumns, quoteTable } from './idempotency.sql.js';
+import { COMPLETED_RETURNING, existingColumns, quoteTable } from './idempotency.sql.js';
 import { tableNames, statementSuffix } from './table-names.js';
 
 /**
@@ -40,7 +40,7 @@ export function buildSingleCommitStatements(tableName: string) {
        completed_at, expires_at, response_key_id, response_digest)
 VALUES ($1, $2, $3, $4, $5, 'completed', $6, $7, $8, $9::jsonb, $10, clock_timestamp(),
         clock_timestamp() + make_interval(secs => $11), $12, $13)
-RETURNING expires_at, extract(epoch FROM expires_at - clock_timestamp())::float8 AS seconds_left`,
+${COMPLETED_RETURNING}`,
     },
     /** Ends the backend of a transaction aborted while running a statement: its locks go now. */
     terminate: { text: `SELECT pg_terminate_backend($1)` },
