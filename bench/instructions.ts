@@ -1,7 +1,8 @@
 /**
  * `npm run bench:instructions`: user-space instructions per request of each variant's server,
- * counted by callgrind. Unlike req/s on a shared 2-core box, the count repeats within ~1% run to
- * run, so it shows what the library's own code costs next to a hand-written floor. It leaves out
+ * counted by callgrind, the main thread's apart from all threads'. Unlike req/s on a shared 2-core
+ * box, the main thread's count repeats within a few %, so it shows what the library's own code
+ * costs next to a hand-written floor. It leaves out
  * the kernel (socket syscalls), PostgreSQL and the load generator: compare it with `npm run bench`,
  * not instead of it. Needs valgrind.
  */
@@ -25,18 +26,24 @@ const requests = Number(args.get('requests') ?? 400);
 const warmup = Number(args.get('warmup') ?? 3000);
 /**
  * Counted windows per variant, back to back; their mean is reported, with their span. One
- * window may catch a major GC or an optimizing compile (callgrind counts V8's helper threads
- * too): single 400-request counts of module-single moved by up to 18% between runs.
+ * window may catch a major GC or an optimizing compile on V8's helper threads: their count moves
+ * by up to ~35% between windows, the main thread's by ~3%.
  */
 const windows = Number(args.get('windows') ?? 5);
 /** `--keep DIR`: leave the callgrind dumps there, for `callgrind_annotate` (GC, timers, crypto by C++ symbol). */
 const keep = args.get('keep');
 
+/** One counted window, per request: the main thread's instructions, and all threads'. */
+interface Window {
+  main: number;
+  all: number;
+}
+
 const load = (url: string, amount: number, variant: VariantName) =>
   keyedLoad(url, { scenario, prefix: `instr-${variant}`, amount });
 
 /** Instructions per request of `variant` in each of `windows` windows of `requests`, after `warmup` uninstrumented. */
-async function count(variant: VariantName, db: BenchDatabase, dir: string): Promise<number[]> {
+async function count(variant: VariantName, db: BenchDatabase, dir: string): Promise<Window[]> {
   const out = path.join(dir, `${variant}.out`);
   const file = fileURLToPath(new URL(`./variants/${variant}.js`, import.meta.url));
   const child = spawn(
@@ -45,6 +52,9 @@ async function count(variant: VariantName, db: BenchDatabase, dir: string): Prom
       '--tool=callgrind',
       '--smc-check=all-non-file',
       '--instr-atstart=no',
+      // One dump per thread: the main thread's count leaves out V8's helper threads (concurrent
+      // marking, background compiles), whose share of a window is what made windows differ.
+      '--separate-threads=yes',
       `--callgrind-out-file=${out}`,
       process.execPath,
       file,
@@ -71,8 +81,8 @@ async function count(variant: VariantName, db: BenchDatabase, dir: string): Prom
     await load(url, warmup, variant);
     const control = (...flags: string[]) =>
       execFileSync('callgrind_control', [...flags, String(child.pid)], { stdio: 'ignore' });
-    const perWindow: number[] = [];
-    for (let w = 0; w < windows; w++) {
+    const perWindow: Window[] = [];
+    for (let w = 1; w <= windows; w++) {
       control('-i', 'on');
       const result = await load(url, requests, variant);
       control('-i', 'off');
@@ -80,12 +90,17 @@ async function count(variant: VariantName, db: BenchDatabase, dir: string): Prom
       control('-d');
       if (result['2xx'] !== requests)
         throw new Error(`${variant}: ${result.non2xx} of ${requests} answers were not 2xx`);
-      const dumpNumber = (f: string) => Number(f.slice(f.lastIndexOf('.') + 1));
-      const dumps = (await readdir(dir)).filter((f) => f.startsWith(`${variant}.out.`));
-      const newest = dumps.sort((a, b) => dumpNumber(a) - dumpNumber(b)).at(-1) as string;
-      const totals = /^totals: (\d+)/m.exec(await readFile(path.join(dir, newest), 'utf8'));
-      if (!totals) throw new Error(`${variant}: no totals in the callgrind dump`);
-      perWindow.push(Number(totals[1]) / requests);
+      // Window w is dump w, one file per thread: <variant>.out.<w>-<thread>, thread 01 the main one.
+      const files = (await readdir(dir)).filter((f) => f.startsWith(`${variant}.out.${w}-`));
+      const window = { main: 0, all: 0 };
+      for (const f of files) {
+        const totals = /^totals: (\d+)/m.exec(await readFile(path.join(dir, f), 'utf8'));
+        if (!totals) throw new Error(`${variant}: no totals in the callgrind dump ${f}`);
+        window.all += Number(totals[1]) / requests;
+        if (f.endsWith('-01')) window.main += Number(totals[1]) / requests;
+      }
+      if (window.main === 0) throw new Error(`${variant}: no main-thread dump for window ${w}`);
+      perWindow.push(window);
     }
     return perWindow;
   } finally {
@@ -108,15 +123,19 @@ try {
   );
   const counts: [VariantName, number][] = [];
   const m = (n: number) => (n / 1e6).toFixed(2);
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   for (const variant of variants) {
-    const perWindow = (await count(variant, db, dir)).sort((a, b) => a - b);
+    const perWindow = await count(variant, db, dir);
     // All counted requests together: a major GC every few hundred requests is part of the cost.
-    const perRequest = perWindow.reduce((a, b) => a + b, 0) / perWindow.length;
-    counts.push([variant, perRequest]);
+    const main = perWindow.map((w) => w.main).sort((a, b) => a - b);
+    const all = perWindow.map((w) => w.all).sort((a, b) => a - b);
+    counts.push([variant, mean(main)]);
     const ratio =
-      counts.length > 1 ? `  ×${(perRequest / counts[0][1]).toFixed(2)} ${counts[0][0]}` : '';
-    const span = `(windows ${m(perWindow[0])}–${m(perWindow.at(-1) as number)})`;
-    console.log(`${variant.padEnd(15)} ${m(perRequest)} M instructions/request ${span}${ratio}`);
+      counts.length > 1 ? `  ×${(mean(main) / counts[0][1]).toFixed(2)} ${counts[0][0]}` : '';
+    const span = (xs: number[]) => `${m(xs[0])}–${m(xs.at(-1) as number)}`;
+    console.log(
+      `${variant.padEnd(15)} main thread ${m(mean(main))} M instructions/request (windows ${span(main)})${ratio}; all threads ${m(mean(all))} M (${span(all)})`,
+    );
   }
 } finally {
   if (keep) console.log(`callgrind dumps kept in ${dir}`);
