@@ -104,30 +104,32 @@ const us = (s: Summary, samples = s.busy) => (samples * intervalUs) / s.requests
 const cell = (n: number) => n.toFixed(1).padStart(8);
 
 function printSideBySide(summaries: [VariantName, Summary][]): void {
-  const first = summaries[0][1];
+  const perRequest = (samples: (s: Summary) => number) =>
+    summaries.map(([, s]) => us(s, samples(s)));
   const places = new Set(summaries.flatMap(([, s]) => [...s.byPackage.keys()]));
-  const lib = (s: Summary) =>
-    [...s.byPackage].filter(([k]) => k.startsWith('lib/')).reduce((a, [, n]) => a + n, 0);
   const rows = [...places]
     .filter((p) => !p.startsWith('lib/'))
-    .map((p) => [p, ...summaries.map(([, s]) => us(s, s.byPackage.get(p) ?? 0))] as const);
-  rows.push(['lib/ (self, all files)', ...summaries.map(([, s]) => us(s, lib(s)))]);
-  const last = (r: readonly [string, ...number[]]) => r[r.length - 1] as number;
-  rows.sort((a, b) => Math.abs(last(b) - (b[1] as number)) - Math.abs(last(a) - (a[1] as number)));
+    .map((p) => ({ name: p, values: perRequest((s) => s.byPackage.get(p) ?? 0) }));
+  rows.push({
+    name: 'lib/ (self, all files)',
+    values: perRequest((s) =>
+      [...s.byPackage].reduce((a, [k, n]) => (k.startsWith('lib/') ? a + n : a), 0),
+    ),
+  });
+  const delta = (values: number[]) => (values.at(-1) as number) - values[0];
+  rows.sort((a, b) => Math.abs(delta(b.values)) - Math.abs(delta(a.values)));
   const names = summaries.map(([v]) => v.padStart(16)).join('');
-  const delta = summaries.length > 1 ? '   last−first' : '';
+  const compared = summaries.length > 1;
   console.log(
-    `\nmain-thread CPU, µs per request, self time by package\n${''.padEnd(34)}${names}${delta}`,
+    `\nmain-thread CPU, µs per request, self time by package\n${''.padEnd(34)}${names}${compared ? '   last−first' : ''}`,
   );
-  const total = ['busy (all)', ...summaries.map(([, s]) => us(s))] as const;
-  for (const r of [total, ...rows.slice(0, top)]) {
-    const values = r.slice(1) as number[];
-    const diff = summaries.length > 1 ? cell(last(r) - values[0]) : '';
+  const total = { name: 'busy (all)', values: perRequest((s) => s.busy) };
+  for (const { name, values } of [total, ...rows.slice(0, top)]) {
+    const diff = compared ? cell(delta(values)) : '';
     console.log(
-      `${String(r[0]).slice(0, 33).padEnd(34)}${values.map((v) => cell(v).padStart(16)).join('')}   ${diff}`,
+      `${name.slice(0, 33).padEnd(34)}${values.map((v) => cell(v).padStart(16)).join('')}   ${diff}`,
     );
   }
-  void first;
 }
 
 function printLibParts(variant: VariantName, s: Summary): void {

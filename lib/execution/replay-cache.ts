@@ -68,11 +68,16 @@ export class ReplayCache {
       bytes,
     });
     this.bytes += bytes;
-    if (this.entries.size <= limits.maxEntries && this.bytes <= limits.maxBytes) return;
+    // The oldest first; no iterator at all while within the limits (every first call stores).
+    if (this.within(limits)) return;
     for (const [k, e] of this.entries) {
-      if (this.entries.size <= limits.maxEntries && this.bytes <= limits.maxBytes) break;
+      if (this.within(limits)) break;
       this.delete(k, e);
     }
+  }
+
+  private within(limits: ReplayCacheLimits): boolean {
+    return this.entries.size <= limits.maxEntries && this.bytes <= limits.maxBytes;
   }
 
   /** Forgets every entry (the server behind the store changed: they may not be there). */
