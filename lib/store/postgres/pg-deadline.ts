@@ -1,3 +1,4 @@
+import { queryDescribedOnce } from './described-once.query.js';
 import { telemetry } from '../../telemetry/idempotency.telemetry.js';
 import type {
   Pool,
@@ -140,12 +141,13 @@ export async function queryWithin(
 ): Promise<QueryResult> {
   const timed = telemetry.statement(config);
   try {
-    return await client.query({
-      name: config.name,
-      text: config.text,
-      values: config.values,
-      query_timeout: ms,
-    });
+    return await (queryDescribedOnce(client, config, ms) ??
+      client.query({
+        name: config.name,
+        text: config.text,
+        values: config.values,
+        query_timeout: ms,
+      }));
   } catch (err) {
     if ((err as Error).message !== 'Query read timeout') throw err;
     void client.end?.().catch(() => undefined);
