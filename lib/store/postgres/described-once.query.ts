@@ -12,7 +12,7 @@ interface PgConnection {
 }
 /** The parts of pg's JavaScript Query this relies on (pg 8: lib/query.js). */
 declare class PgQuery {
-  constructor(config: QueryConfig);
+  constructor(text: string);
   name?: string;
   portal: string;
   rows?: number;
@@ -76,7 +76,11 @@ const DescribedOnceQuery =
       config: QueryConfig,
       private readonly shapes: Shapes,
     ) {
-      super(config);
+      // From its text alone: pg copies a config object property by property through
+      // Object.getOwnPropertyDescriptors into a slow-mode object (~5 µs per statement).
+      super(config.text);
+      this.name = config.name;
+      this.values = config.values;
     }
 
     override prepare(connection: PgConnection): void {
@@ -105,6 +109,7 @@ const DescribedOnceQuery =
 
     override handleRowDescription(msg: unknown): void {
       super.handleRowDescription(msg);
+      if (this.name === undefined) return;
       const shape: RowShape = {};
       for (const key of shapeKeys as string[]) shape[key] = this._result[key];
       this.shapes.set(this.name as string, shape);
@@ -112,9 +117,9 @@ const DescribedOnceQuery =
   };
 
 /**
- * A named statement as a described-once query when the client is pg's JavaScript client (the one
- * this module's `pg` builds); `undefined` for any other (pg-native, another copy of pg, another
- * driver), which the caller runs with its plain `query`.
+ * A statement as a described-once query when the client is pg's JavaScript client (the one this
+ * module's `pg` builds); `undefined` for any other (pg-native, another copy of pg, another
+ * driver), which the caller runs with its plain `query`. Unnamed statements run as pg runs them.
  */
 export function queryDescribedOnce(
   client: object,
@@ -123,7 +128,6 @@ export function queryDescribedOnce(
 ): Promise<QueryResult> | undefined {
   const connection = (client as { connection?: PgConnection }).connection;
   if (
-    config.name === undefined ||
     DescribedOnceQuery === undefined ||
     shapeKeys === undefined ||
     typeof prepareValue !== 'function' ||
