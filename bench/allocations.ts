@@ -6,14 +6,13 @@
  * survives. Steadier than `bench:instructions` (whose windows move with each major GC): it
  * shows a lever that only removes allocations, i.e. garbage-collector work.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ALL_VARIANTS, type VariantName } from './config.js';
 import { BenchDatabase } from './database.js';
-import { keyedLoad } from './keyed-load.js';
-import { startVariant } from './servers.js';
+import { countInServer } from './signalled-window.js';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2)
@@ -50,30 +49,15 @@ function bytesByPlace(root: HeapNode): Map<string, number> {
 
 async function measure(variant: VariantName, db: BenchDatabase, dir: string) {
   const out = path.join(dir, `${variant}.heapprofile`);
-  process.env.BENCH_VARIANT_NODE_ARGS = `--import ${preload}`;
-  const server = await startVariant(variant, {
-    DATABASE_URL: db.url,
-    BENCH_POOL_SIZE: '10',
-    BENCH_HEAP_PROFILE: out,
-    REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
+  const written = await countInServer(variant, db, {
+    preload,
+    outVariable: 'BENCH_HEAP_PROFILE',
+    out,
+    scenario,
+    warmup,
+    requests,
   });
-  try {
-    const load = (amount: number) =>
-      keyedLoad(server.url, { scenario, prefix: `alloc-${variant}`, amount });
-    await load(warmup);
-    process.kill(server.pid, 'SIGUSR2');
-    const result = await load(requests);
-    if (result['2xx'] !== requests) throw new Error(`${variant}: ${result.non2xx} not 2xx`);
-    process.kill(server.pid, 'SIGUSR2');
-    for (let i = 0; i < 100; i++) {
-      const written = await readFile(out, 'utf8').catch(() => undefined);
-      if (written) return bytesByPlace((JSON.parse(written) as { head: HeapNode }).head);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error(`${variant}: no heap profile written`);
-  } finally {
-    await server.stop();
-  }
+  return bytesByPlace((JSON.parse(written) as { head: HeapNode }).head);
 }
 
 const db = await BenchDatabase.create(

@@ -1,0 +1,65 @@
+/**
+ * `npm run bench:gc -- --variants raw-sql,module [--scenario first|replay] [--requests 15000]`:
+ * the garbage collector's main-thread pauses per request, by kind, and the server process's CPU
+ * per request (all threads: V8's helper threads mark and scavenge in parallel), counted in the
+ * server after the warm-up. Shows what retained or promoted objects (in-flight requests, the
+ * replay cache) cost beyond what `bench:allocations` counts as allocated.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ALL_VARIANTS, type VariantName } from './config.js';
+import { BenchDatabase } from './database.js';
+import { countInServer } from './signalled-window.js';
+
+const args = new Map<string, string>();
+for (let i = 2; i < process.argv.length; i += 2)
+  args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
+const variants = (args.get('variants') ?? 'raw-sql,module').split(',') as VariantName[];
+for (const v of variants) if (!ALL_VARIANTS.includes(v)) throw new Error(`Unknown variant ${v}`);
+const scenario = (args.get('scenario') ?? 'first') as 'first' | 'replay';
+if (scenario !== 'first' && scenario !== 'replay') throw new Error('--scenario first|replay');
+const requests = Number(args.get('requests') ?? 15000);
+const warmup = Number(args.get('warmup') ?? 3000);
+
+interface Counted {
+  pauses: Record<string, { count: number; ms: number }>;
+  cpuUs: number;
+}
+const preload = fileURLToPath(new URL('./gc-observer.preload.mjs', import.meta.url));
+
+async function measure(variant: VariantName, db: BenchDatabase, dir: string): Promise<Counted> {
+  const out = path.join(dir, `${variant}.json`);
+  const written = await countInServer(variant, db, {
+    preload,
+    outVariable: 'BENCH_GC_OUT',
+    out,
+    scenario,
+    warmup,
+    requests,
+  });
+  return JSON.parse(written) as Counted;
+}
+
+const db = await BenchDatabase.create(
+  process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+);
+const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-gc-'));
+try {
+  console.log(`${scenario}: ${warmup} warm-up, then ${requests} counted requests per variant`);
+  for (const variant of variants) {
+    const { pauses, cpuUs } = await measure(variant, db, dir);
+    const perRequest = (ms: number) => ((ms * 1000) / requests).toFixed(1);
+    const kinds = Object.entries(pauses)
+      .map(([kind, p]) => `${kind} ${p.count}× ${perRequest(p.ms)}`)
+      .join(', ');
+    console.log(
+      `${variant.padEnd(15)} process CPU ${(cpuUs / requests).toFixed(0)} µs/request; ` +
+        `GC pauses µs/request: ${kinds}`,
+    );
+  }
+} finally {
+  await rm(dir, { recursive: true, force: true });
+  await db.drop();
+}

@@ -1,0 +1,55 @@
+import { readFile } from 'node:fs/promises';
+import type { VariantName } from './config.js';
+import type { BenchDatabase } from './database.js';
+import { keyedLoad } from './keyed-load.js';
+import { startVariant } from './servers.js';
+
+export interface SignalledWindow {
+  /** A preload (`--import`) that starts counting on the first SIGUSR2 and writes `out` on the second. */
+  preload: string;
+  /** The environment variable that tells the preload where to write. */
+  outVariable: string;
+  out: string;
+  scenario: 'first' | 'replay';
+  warmup: number;
+  requests: number;
+}
+
+/**
+ * Starts `variant` with `preload`, sends the warm-up, then counts `requests` between two SIGUSR2
+ * and returns what the preload wrote (it writes aside and renames, so a file seen is complete).
+ */
+export async function countInServer(
+  variant: VariantName,
+  db: BenchDatabase,
+  w: SignalledWindow,
+): Promise<string> {
+  process.env.BENCH_VARIANT_NODE_ARGS = `--import ${w.preload}`;
+  const server = await startVariant(variant, {
+    DATABASE_URL: db.url,
+    BENCH_POOL_SIZE: '10',
+    [w.outVariable]: w.out,
+    REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
+  });
+  try {
+    const load = (amount: number) =>
+      keyedLoad(server.url, {
+        scenario: w.scenario,
+        prefix: `${w.outVariable}-${variant}`,
+        amount,
+      });
+    await load(w.warmup);
+    process.kill(server.pid, 'SIGUSR2');
+    const result = await load(w.requests);
+    if (result['2xx'] !== w.requests) throw new Error(`${variant}: ${result.non2xx} not 2xx`);
+    process.kill(server.pid, 'SIGUSR2');
+    for (let i = 0; i < 100; i++) {
+      const written = await readFile(w.out, 'utf8').catch(() => undefined);
+      if (written) return written;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`${variant}: the server wrote nothing to ${w.out}`);
+  } finally {
+    await server.stop();
+  }
+}
