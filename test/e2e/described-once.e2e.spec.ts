@@ -92,6 +92,31 @@ describe("the store's named statements are described once per connection", () =>
     expect(binary.described).toBe(1);
   });
 
+  it('looks the type parsers up on every execution, as pg does (one registered late applies)', async () => {
+    const { client } = await open();
+    expect((await queryWithin(client, bound(2), MS)).rows[0].missing).toBe(7);
+    client.setTypeParser(23, (value: string) => `late:${value}`);
+    const again = await queryWithin(client, bound(2), MS);
+    expect(again.rows[0]).toMatchObject({ id: 'late:2', missing: 'late:7', note: null });
+  });
+
+  it("leaves a client whose query was replaced to pg's own path (its wrapper gets a promise)", async () => {
+    const { client } = await open();
+    const original = client.query.bind(client) as (config: unknown) => Promise<pg.QueryResult>;
+    const seen: string[] = [];
+    Object.assign(client, {
+      query: (config: { text: string }) =>
+        original(config).then((result) => {
+          seen.push(config.text);
+          return result;
+        }),
+    });
+    for (let i = 0; i < 2; i++) {
+      expect((await queryWithin(client, bound(1), MS)).rows[0].note).toBe('first');
+    }
+    expect(seen).toEqual([read.text, read.text]);
+  });
+
   it('fails as pg does when the statement no longer returns the same columns', async () => {
     await setup.query(`CREATE TABLE described_shape (id int PRIMARY KEY, a int)`);
     await setup.query(`INSERT INTO described_shape VALUES (1, 5)`);
