@@ -1,12 +1,13 @@
 import pg from 'pg';
 import type { QueryConfig, QueryResult } from '../../interfaces/idempotency-pool.interface.js';
+import { DescribedResult, type KeptColumns, type PgField } from './described-once.result.js';
 
 /** A RowDescription as pg-protocol parsed it: the result's columns. */
 interface RowDescription {
-  fields: unknown[];
+  fields: PgField[];
 }
 /** Per statement name, the columns of its first RowDescription on one connection. */
-type Described = Map<string, RowDescription>;
+type Described = Map<string, KeptColumns>;
 interface PgConnection {
   parsedStatements?: object;
   bind(config: object): void;
@@ -21,8 +22,10 @@ declare class PgQuery {
   rows?: number;
   binary?: boolean;
   values: unknown[];
-  callback?: (err: Error | null, result: QueryResult) => void;
+  callback?: (err: Error | null, result?: QueryResult) => void;
   query_timeout?: number;
+  _result: unknown;
+  _results: unknown;
   hasBeenParsed(connection: PgConnection): boolean;
   prepare(connection: PgConnection): void;
   handleRowDescription(msg: RowDescription): void;
@@ -42,6 +45,13 @@ const usable =
     (method) =>
       typeof (Query.prototype as unknown as Record<string, unknown>)[method] === 'function',
   );
+/** pg's Query keeps its result in `_result` (and `_results` for a single statement). */
+function queryKeepsItsResult(): boolean {
+  if (!usable || DescribedResult === undefined) return false;
+  const probe = new (Query as typeof PgQuery)('SELECT 1');
+  return probe._result instanceof pg.Result && probe._results === probe._result;
+}
+const keptResults = queryKeepsItsResult();
 const describedByConnection = new WeakMap<PgConnection, Described>();
 
 /**
@@ -54,6 +64,9 @@ const describedByConnection = new WeakMap<PgConnection, Described>();
  */
 const DescribedOnceQuery = usable
   ? class DescribedOnceQuery extends (Query as typeof PgQuery) {
+      /** Its result, when it builds the kept columns' empty row once (see DescribedResult). */
+      private result: InstanceType<NonNullable<typeof DescribedResult>> | undefined = undefined;
+
       constructor(
         config: QueryConfig,
         private readonly described: Described,
@@ -63,6 +76,7 @@ const DescribedOnceQuery = usable
         super(config.text);
         this.name = config.name;
         this.values = config.values;
+        if (keptResults) this._result = this._results = this.result = new DescribedResult!();
       }
 
       override prepare(connection: PgConnection): void {
@@ -83,29 +97,37 @@ const DescribedOnceQuery = usable
           connection.sync();
           return this.handleError(err as Error, connection);
         }
+        if (this.result) this.result.kept = description;
         super.handleRowDescription(description);
         this._getRows(connection, this.rows);
       }
 
       override handleRowDescription(msg: RowDescription): void {
+        if (this.name === undefined) return super.handleRowDescription(msg);
+        const kept: KeptColumns = { fields: msg.fields, empty: undefined };
+        if (this.result) this.result.kept = kept;
         super.handleRowDescription(msg);
-        if (this.name !== undefined) this.described.set(this.name, { fields: msg.fields });
+        this.described.set(this.name, kept);
       }
     }
   : undefined;
 
+/** How a statement's end is reported: pg's query callback. */
+export type StatementCallback = (err: Error | null, result?: QueryResult) => void;
+
 /**
- * A statement as a described-once query when the client is pg's JavaScript client (the one this
- * module's `pg` builds) with its class's own `query`; `undefined` for any other (pg-native,
+ * Submits a statement as a described-once query when the client is pg's JavaScript client (the
+ * one this module's `pg` builds) with its class's own `query`; false for any other (pg-native,
  * another copy of pg, another driver, or a `query` replaced on the client, whose wrapper may
  * expect the promise pg returns for a config object), which the caller runs with its plain
- * `query`. Unnamed statements run as pg runs them.
+ * `query`. Unnamed statements run as pg runs them. `callback` is pg's query callback.
  */
-export function queryDescribedOnce(
+export function submitDescribedOnce(
   client: object,
   config: QueryConfig,
   ms: number,
-): Promise<QueryResult> | undefined {
+  callback: StatementCallback,
+): boolean {
   const connection = (client as { connection?: PgConnection }).connection;
   if (
     DescribedOnceQuery === undefined ||
@@ -113,14 +135,13 @@ export function queryDescribedOnce(
     (client as { query: unknown }).query !== pg.Client.prototype.query ||
     connection?.parsedStatements === undefined
   ) {
-    return undefined;
+    return false;
   }
   let described = describedByConnection.get(connection);
   if (described === undefined) describedByConnection.set(connection, (described = new Map()));
   const query = new DescribedOnceQuery(config, described);
   query.query_timeout = ms;
-  return new Promise((resolve, reject) => {
-    query.callback = (err, result) => (err ? reject(err) : resolve(result));
-    (client as unknown as { query(q: PgQuery): unknown }).query(query);
-  });
+  query.callback = callback;
+  (client as unknown as { query(q: PgQuery): unknown }).query(query);
+  return true;
 }

@@ -1,4 +1,4 @@
-import { queryDescribedOnce } from './described-once.query.js';
+import { type StatementCallback, submitDescribedOnce } from './described-once.query.js';
 import { telemetry } from '../../telemetry/idempotency.telemetry.js';
 import type {
   Pool,
@@ -132,27 +132,35 @@ export function bound(statement: { name?: string; text: string }, values: unknow
 /**
  * One statement on a client the caller holds, within `ms`. On timeout the connection is ended at
  * once (pg destroys the socket of a client with a query in flight), so a transaction on it fails
- * fast instead of queueing its ROLLBACK behind the hung query.
+ * fast instead of queueing its ROLLBACK behind the hung query. One promise per statement, settled
+ * from pg's callback: an async wrapper around pg's promise cost a second one and its hops.
  */
-export async function queryWithin(
+export function queryWithin(
   client: Queryable & { end?(): Promise<void> },
   config: QueryConfig,
   ms: number,
 ): Promise<QueryResult> {
   const timed = telemetry.statement(config);
-  try {
-    return await (queryDescribedOnce(client, config, ms) ??
-      client.query({
-        name: config.name,
-        text: config.text,
-        values: config.values,
-        query_timeout: ms,
-      }));
-  } catch (err) {
-    if ((err as Error).message !== 'Query read timeout') throw err;
-    void client.end?.().catch(() => undefined);
-    throw new StoreTimeoutError(config.name ?? 'a statement', ms);
-  } finally {
-    timed();
-  }
+  return new Promise((resolve, reject) => {
+    const done = (result: QueryResult) => {
+      timed();
+      resolve(result);
+    };
+    const fail = (err: unknown) => {
+      timed();
+      if ((err as Error | undefined)?.message !== 'Query read timeout') return reject(err);
+      void client.end?.().catch(() => undefined);
+      reject(new StoreTimeoutError(config.name ?? 'a statement', ms));
+    };
+    try {
+      const callback: StatementCallback = (err, result) =>
+        err ? fail(err) : done(result as QueryResult);
+      if (submitDescribedOnce(client, config, ms, callback)) return;
+      client
+        .query({ name: config.name, text: config.text, values: config.values, query_timeout: ms })
+        .then(done, fail);
+    } catch (err) {
+      fail(err);
+    }
+  });
 }
