@@ -61,25 +61,79 @@ function dispatchers(base: Patchable): Record<string, Method> {
   return methods;
 }
 
+/** Per app-level response prototype: the dispatcher layer put under it, or null where none can be. */
+const layers = new WeakMap<object, object | null>();
+
 /**
- * Routes `res`'s writeHead/write/end/flushHeaders to `methods` until `restore()`, through
- * `shadowPrototype`. A response that already carries one of them as its own property (Express's
- * compression middleware) is patched in place.
+ * Express gives each response its app's own prototype (`app.response`, the one with an own
+ * `app`): a layer of dispatchers put under it once serves every response of the app, so a
+ * response is patched with no change to its prototype (two `setPrototypeOf` per response cost
+ * ~4 µs and a new map each). The layer looks each method up above it on every call, so what is
+ * patched there later still applies. Node's own prototypes are never changed: their responses
+ * (Fastify's) get a child each. Returns what is above the layer, or null when the layer is not
+ * (or no longer) what `base` resolves the methods through.
+ */
+function layerUnder(base: object): Patchable | null {
+  let layer = layers.get(base);
+  if (layer === undefined) {
+    layer = null;
+    const above = Object.getPrototypeOf(base) as Patchable | null;
+    if (Object.hasOwn(base, 'app') && above !== null) {
+      const created = Object.create(
+        above,
+        Object.getOwnPropertyDescriptors(lookups(above)),
+      ) as object;
+      if (Reflect.setPrototypeOf(base, created)) layer = created;
+    }
+    layers.set(base, layer);
+  }
+  if (layer === null || Object.getPrototypeOf(base) !== layer) return null;
+  for (const name of PATCHED) if (Object.hasOwn(base, name)) return null;
+  return Object.getPrototypeOf(layer) as Patchable;
+}
+
+/** The layer's methods: the response's own patch, else the method `above` has now. */
+function lookups(above: Patchable): Record<string, Method> {
+  const methods: Record<string, Method> = {};
+  for (const name of PATCHED) {
+    methods[name] = function (this: Patchable, ...args: unknown[]) {
+      return (patches.get(this)?.[name] ?? above[name]).apply(this, args);
+    };
+  }
+  return methods;
+}
+
+function pick(res: Patchable): Record<Patched, Method> {
+  return {
+    writeHead: res.writeHead,
+    write: res.write,
+    end: res.end,
+    flushHeaders: res.flushHeaders,
+  };
+}
+
+/**
+ * Routes `res`'s writeHead/write/end/flushHeaders to `methods` until `restore()`: through the
+ * app's dispatcher layer (`layerUnder`), else through `shadowPrototype`. A response that already
+ * carries one of them as its own property (Express's compression middleware) is patched in place.
+ * `original` are the methods it had, which never reach `methods`.
  */
 export function patch(res: ServerResponse, methods: Partial<Record<Patched, Method>>) {
   const target = res as Patchable;
-  const original = {
-    writeHead: target.writeHead,
-    write: target.write,
-    end: target.end,
-    flushHeaders: target.flushHeaders,
-  };
   if (PATCHED.some((name) => Object.hasOwn(target, name))) {
+    const original = pick(target);
     Object.assign(target, methods);
     return { original, restore: () => void Object.assign(target, original) };
   }
+  const base = Object.getPrototypeOf(target) as object;
+  const above = layerUnder(base);
+  if (above !== null) {
+    patches.set(target, methods);
+    return { original: pick(above), restore: () => void patches.delete(target) };
+  }
+  const original = pick(target);
   patches.set(target, methods);
-  const base = shadowPrototype(target, children, dispatchers);
+  shadowPrototype(target, children, dispatchers);
   return {
     original,
     restore: () => {
