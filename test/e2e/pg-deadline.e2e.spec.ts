@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import {
   DeadlinePool,
+  queryWithin,
   StoreTimeoutError,
   type Pool,
 } from '../../lib/store/postgres/pg-deadline.js';
@@ -64,5 +65,34 @@ describe('DeadlinePool against a hanging PostgreSQL', () => {
     }
     expect(result).toEqual([{ n: 7 }]);
     expect(pool.waitingCount).toBe(0);
+  });
+});
+
+/** The store takes any pool whose clients query as pg's do; not every one is pg's. */
+describe('queryWithin on a client that is not pg', () => {
+  it("gives up with StoreTimeoutError on a read timeout, whatever the client's end() returns", async () => {
+    let ended = 0;
+    const client = {
+      query: () => Promise.reject(new Error('Query read timeout')),
+      end: () => void ended++,
+    };
+    await expect(
+      queryWithin(client as never, { ...select, name: 'idem_probe' }, TIMEOUT_MS),
+    ).rejects.toThrow(StoreTimeoutError);
+    expect(ended).toBe(1);
+  });
+
+  it('settles on what a query gives without a promise, and on a synchronous throw', async () => {
+    const answered = { rows: [{ n: 7 }], rowCount: 1 };
+    const plain = { query: () => answered };
+    await expect(queryWithin(plain as never, select, TIMEOUT_MS)).resolves.toBe(answered);
+    const throwing = {
+      query: () => {
+        throw new TypeError('not connected');
+      },
+    };
+    await expect(queryWithin(throwing as never, select, TIMEOUT_MS)).rejects.toThrow(
+      'not connected',
+    );
   });
 });

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Body, Controller, Module, Post } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { IdempotencyCleanupService, IdempotencyModule, Idempotent } from '../../lib/index.js';
+import { queryWithin } from '../../lib/store/postgres/pg-deadline.js';
 import { send } from '../fixtures/http-client.js';
 import { listenApp, type ListeningApp } from '../fixtures/listen.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
@@ -111,6 +113,29 @@ describe('OpenTelemetry metrics', () => {
     );
     expect(durations.claim).toBeGreaterThanOrEqual(6);
     expect(durations.complete).toBe(3);
+  });
+
+  it('times a statement once when pg answers it twice (a value that cannot be bound)', async () => {
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      const circular: Record<string, unknown> = {};
+      circular.self = circular;
+      const statement = { name: 'idem_bind_probe', text: 'SELECT $1::jsonb AS j' };
+      // pg calls back with the bind error, then again once the server's ReadyForQuery arrives.
+      await expect(
+        queryWithin(client, { ...statement, values: [circular] }, 5_000),
+      ).rejects.toThrow(/circular/i);
+      const later = await queryWithin(client, { text: 'SELECT 1 AS n', values: [] }, 5_000);
+      expect(later.rows).toEqual([{ n: 1 }]);
+      const durations = await otel.histogramCounts(
+        'idempotency.store.duration',
+        'idempotency.statement',
+      );
+      expect(durations.bind_probe).toBe(1);
+    } finally {
+      await client.end();
+    }
   });
 
   it('counts a lease takeover, a failed completion and its bytes-only retry', async () => {

@@ -142,25 +142,41 @@ export function queryWithin(
 ): Promise<QueryResult> {
   const timed = telemetry.statement(config);
   return new Promise((resolve, reject) => {
-    const done = (result: QueryResult) => {
-      timed();
-      resolve(result);
-    };
-    const fail = (err: unknown) => {
-      timed();
+    // pg may call back twice for one statement (an error, then its ReadyForQuery).
+    let settled = false;
+    const settle = (err: unknown, result?: QueryResult) => {
+      if (settled) return;
+      settled = true;
+      try {
+        timed();
+      } catch (failed) {
+        return reject(failed);
+      }
+      if (err === undefined) return resolve(result as QueryResult);
       if ((err as Error | undefined)?.message !== 'Query read timeout') return reject(err);
-      void client.end?.().catch(() => undefined);
+      try {
+        Promise.resolve(client.end?.()).catch(ignoreError);
+      } catch {
+        // Ending it is best effort: its socket is destroyed by pg already.
+      }
       reject(new StoreTimeoutError(config.name ?? 'a statement', ms));
     };
+    const callback: StatementCallback = (err, result) => settle(err ?? undefined, result);
     try {
-      const callback: StatementCallback = (err, result) =>
-        err ? fail(err) : done(result as QueryResult);
       if (submitDescribedOnce(client, config, ms, callback)) return;
-      client
-        .query({ name: config.name, text: config.text, values: config.values, query_timeout: ms })
-        .then(done, fail);
+      Promise.resolve(
+        client.query({
+          name: config.name,
+          text: config.text,
+          values: config.values,
+          query_timeout: ms,
+        }),
+      ).then(
+        (result) => settle(undefined, result),
+        (err: unknown) => settle(err ?? new Error(String(err))),
+      );
     } catch (err) {
-      fail(err);
+      settle(err ?? new Error(String(err)));
     }
   });
 }

@@ -96,9 +96,13 @@ function layerUnder(base: object): Patchable | null {
 function lookups(above: Patchable): Record<string, Method> {
   const methods: Record<string, Method> = {};
   for (const name of PATCHED) {
-    methods[name] = function (this: Patchable, ...args: unknown[]) {
+    const method = function (this: Patchable, ...args: unknown[]) {
       return (patches.get(this)?.[name] ?? above[name]).apply(this, args);
     };
+    // Named and sized as the method it stands for, for stack traces and code that looks.
+    Object.defineProperty(method, 'name', { value: name });
+    Object.defineProperty(method, 'length', { value: above[name]?.length ?? 0 });
+    methods[name] = method;
   }
   return methods;
 }
