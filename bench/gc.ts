@@ -9,17 +9,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ALL_VARIANTS, type VariantName } from './config.js';
+import type { VariantName } from './config.js';
+import { toolArgs } from './tool-args.js';
 import { BenchDatabase } from './database.js';
 import { countInServer } from './signalled-window.js';
 
-const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i += 2)
-  args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
-const variants = (args.get('variants') ?? 'raw-sql,module').split(',') as VariantName[];
-for (const v of variants) if (!ALL_VARIANTS.includes(v)) throw new Error(`Unknown variant ${v}`);
-const scenario = (args.get('scenario') ?? 'first') as 'first' | 'replay';
-if (scenario !== 'first' && scenario !== 'replay') throw new Error('--scenario first|replay');
+const { args, variants, scenario } = toolArgs('raw-sql,module');
 const requests = Number(args.get('requests') ?? 15000);
 const warmup = Number(args.get('warmup') ?? 3000);
 

@@ -11,17 +11,12 @@ import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ALL_VARIANTS, type VariantName } from './config.js';
+import type { VariantName } from './config.js';
+import { toolArgs } from './tool-args.js';
 import { BenchDatabase } from './database.js';
 import { keyedLoad } from './keyed-load.js';
 
-const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i += 2)
-  args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
-const variants = (args.get('variants') ?? 'raw-single,module-single').split(',') as VariantName[];
-for (const v of variants) if (!ALL_VARIANTS.includes(v)) throw new Error(`Unknown variant ${v}`);
-const scenario = args.get('scenario') ?? 'first';
-if (scenario !== 'first' && scenario !== 'replay') throw new Error('--scenario first|replay');
+const { args, variants, scenario } = toolArgs('raw-single,module-single');
 const requests = Number(args.get('requests') ?? 400);
 const warmup = Number(args.get('warmup') ?? 3000);
 /**

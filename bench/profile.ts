@@ -13,20 +13,13 @@
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { ALL_VARIANTS, type VariantName } from './config.js';
+import type { VariantName } from './config.js';
+import { toolArgs } from './tool-args.js';
 import { BenchDatabase } from './database.js';
 import { keyedLoad } from './keyed-load.js';
 import { startVariant } from './servers.js';
 
-const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i += 2)
-  args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
-const variants = (args.get('variants') ?? args.get('variant') ?? 'raw-single,module-single').split(
-  ',',
-) as VariantName[];
-for (const v of variants) if (!ALL_VARIANTS.includes(v)) throw new Error(`Unknown variant ${v}`);
-const scenario = args.get('scenario') ?? 'first';
-if (scenario !== 'first' && scenario !== 'replay') throw new Error('--scenario first|replay');
+const { args, variants, scenario } = toolArgs('raw-single,module-single');
 const seconds = Number(args.get('seconds') ?? 15);
 const top = Number(args.get('top') ?? 30);
 const intervalUs = Number(args.get('interval') ?? 200);
