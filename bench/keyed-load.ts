@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
 
+/** `first`: a new key per request; `replay`: 1000 keys of `prefix`, round robin; `nokey`: no key header. */
+export type KeyedScenario = 'first' | 'replay' | 'nokey';
+
 export interface KeyedLoad {
-  /** `first`: a new key per request; `replay`: 1000 keys of `prefix`, round robin. */
-  scenario: 'first' | 'replay';
+  scenario: KeyedScenario;
   /** Names the replay keys: variants sharing a database must not meet each other's records. */
   prefix: string;
   connections?: number;
@@ -27,14 +29,17 @@ export function keyedLoad(url: string, o: KeyedLoad): Promise<autocannon.Result>
         timeout: 60,
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ amount: 100 }),
-        requests: [
-          {
-            setupRequest: (req) => ({
-              ...req,
-              headers: { ...req.headers, 'idempotency-key': key() },
-            }),
-          },
-        ],
+        requests:
+          o.scenario === 'nokey'
+            ? undefined
+            : [
+                {
+                  setupRequest: (req) => ({
+                    ...req,
+                    headers: { ...req.headers, 'idempotency-key': key() },
+                  }),
+                },
+              ],
       },
       (err, result) => (err ? reject(err) : resolve(result)),
     ),

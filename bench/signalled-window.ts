@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { VariantName } from './config.js';
 import type { BenchDatabase } from './database.js';
-import { keyedLoad } from './keyed-load.js';
+import { keyedLoad, type KeyedScenario } from './keyed-load.js';
 import { startVariant } from './servers.js';
 
 export interface SignalledWindow {
@@ -10,7 +10,7 @@ export interface SignalledWindow {
   /** The environment variable that tells the preload where to write. */
   outVariable: string;
   out: string;
-  scenario: 'first' | 'replay';
+  scenario: KeyedScenario;
   warmup: number;
   requests: number;
 }

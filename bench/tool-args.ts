@@ -1,9 +1,10 @@
 import { ALL_VARIANTS, type VariantName } from './config.js';
+import type { KeyedScenario } from './keyed-load.js';
 
 /**
  * What every measuring tool of bench/ reads from its command line: `--name value` pairs, the
  * variants (`--variants a,b`, or `--variant a`) checked against the known ones, and the scenario
- * (`--scenario first|replay`, first by default).
+ * (`--scenario first|replay|nokey`, first by default).
  */
 export function toolArgs(defaultVariants: string) {
   const args = new Map<string, string>();
@@ -14,6 +15,7 @@ export function toolArgs(defaultVariants: string) {
   ) as VariantName[];
   for (const v of variants) if (!ALL_VARIANTS.includes(v)) throw new Error(`Unknown variant ${v}`);
   const scenario = args.get('scenario') ?? 'first';
-  if (scenario !== 'first' && scenario !== 'replay') throw new Error('--scenario first|replay');
-  return { args, variants, scenario: scenario as 'first' | 'replay' };
+  if (scenario !== 'first' && scenario !== 'replay' && scenario !== 'nokey')
+    throw new Error('--scenario first|replay|nokey');
+  return { args, variants, scenario: scenario as KeyedScenario };
 }
