@@ -22,7 +22,14 @@ export interface CellSummary {
 
 export interface Ratio {
   label: string;
+  /** Ratio of the two cells' median req/s: the figure the targets are stated in. */
   value: number | null;
+  /**
+   * The same ratio taken round by round (each round runs the two cells back to back), its median
+   * and span: load from outside the run moves both cells of a round alike, so this span shows how
+   * far the machine's noise reaches into `value`.
+   */
+  perRound: { median: number; min: number; max: number } | null;
 }
 
 export function median(values: number[]): number {
@@ -77,43 +84,50 @@ const plainDriverPairs: [VariantName, VariantName, ScenarioName][] = [
   ['module-pg-single', 'module-single', 'first'],
 ];
 
-export function targetRatios(summary: CellSummary[]): Ratio[] {
+const targetPairs: [VariantName, VariantName, ScenarioName][] = [
+  ['module', 'raw-sql', 'first'],
+  ['module', 'raw-sql', 'replay'],
+  ['module', 'peer', 'replay'],
+  ['module', 'baseline', 'replay'],
+  ['raw-cache', 'baseline', 'replay'],
+  ['module', 'raw-cache', 'replay'],
+  ['module-nocache', 'raw-sql', 'replay'],
+  ['module', 'baseline', 'nokey'],
+  ['raw-sql', 'baseline', 'nokey'],
+  ['module-tx', 'module', 'first'],
+  ['module-single', 'baseline', 'first'],
+  ['module-single', 'peer', 'first'],
+  ['raw-single', 'baseline', 'first'],
+  ['module-single', 'raw-single', 'first'],
+  // Issue 18: the plain-driver core no slower than the TypeORM path.
+  ...plainDriverPairs,
+];
+
+export function targetRatios(summary: CellSummary[], runs: CellRun[]): Ratio[] {
   const rps = (variant: VariantName, scenario: ScenarioName) =>
     summary.find((s) => s.variant === variant && s.scenario === scenario)?.rps;
-  const ratio = (label: string, a?: number, b?: number): Ratio => ({
-    label,
-    value: a !== undefined && b !== undefined ? a / b : null,
+  return targetPairs.map(([a, b, scenario]) => {
+    const top = rps(a, scenario);
+    const bottom = rps(b, scenario);
+    return {
+      label: `${a} / ${b} ${scenario}`,
+      value: top !== undefined && bottom !== undefined ? top / bottom : null,
+      perRound: perRoundRatio(runs, a, b, scenario),
+    };
   });
-  return [
-    ratio('module / raw-sql  first ', rps('module', 'first'), rps('raw-sql', 'first')),
-    ratio('module / raw-sql  replay', rps('module', 'replay'), rps('raw-sql', 'replay')),
-    ratio('module / peer     replay', rps('module', 'replay'), rps('peer', 'replay')),
-    ratio('module / baseline replay', rps('module', 'replay'), rps('baseline', 'replay')),
-    ratio('raw-cache / baseline replay', rps('raw-cache', 'replay'), rps('baseline', 'replay')),
-    ratio('module / raw-cache replay', rps('module', 'replay'), rps('raw-cache', 'replay')),
-    ratio(
-      'module-nocache / raw-sql replay',
-      rps('module-nocache', 'replay'),
-      rps('raw-sql', 'replay'),
-    ),
-    ratio('module-tx / module first ', rps('module-tx', 'first'), rps('module', 'first')),
-    ratio(
-      'module-single / baseline first',
-      rps('module-single', 'first'),
-      rps('baseline', 'first'),
-    ),
-    ratio('module-single / peer     first', rps('module-single', 'first'), rps('peer', 'first')),
-    ratio('raw-single / baseline first', rps('raw-single', 'first'), rps('baseline', 'first')),
-    ratio(
-      'module-single / raw-single first',
-      rps('module-single', 'first'),
-      rps('raw-single', 'first'),
-    ),
-    // Issue 18: the plain-driver core no slower than the TypeORM path.
-    ...plainDriverPairs.map(([a, b, scenario]) =>
-      ratio(`${a} / ${b} ${scenario}`, rps(a, scenario), rps(b, scenario)),
-    ),
-  ];
+}
+
+function perRoundRatio(runs: CellRun[], a: VariantName, b: VariantName, scenario: ScenarioName) {
+  const ratios: number[] = [];
+  for (const top of runs) {
+    if (top.variant !== a || top.scenario !== scenario) continue;
+    const bottom = runs.find(
+      (r) => r.variant === b && r.scenario === scenario && r.round === top.round,
+    );
+    if (bottom && bottom.rps > 0) ratios.push(top.rps / bottom.rps);
+  }
+  if (ratios.length === 0) return null;
+  return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) };
 }
 
 const fixed = (n: number, digits = 0) => n.toFixed(digits);
@@ -165,7 +179,14 @@ export function formatTable(summary: CellSummary[]): string {
 }
 
 export function formatRatios(ratios: Ratio[]): string {
+  const width = Math.max(...ratios.map((r) => r.label.length));
   return ratios
-    .map((r) => `  ${r.label}  ${r.value === null ? 'n/a' : r.value.toFixed(2)}`)
+    .filter((r) => r.value !== null)
+    .map(({ label, value, perRound: p }) => {
+      const round = p
+        ? `   round by round: median ${fixed(p.median, 2)}, ${fixed(p.min, 2)}–${fixed(p.max, 2)}`
+        : '';
+      return `  ${label.padEnd(width)}  ${fixed(value as number, 2)}${round}`;
+    })
     .join('\n');
 }

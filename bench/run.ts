@@ -119,13 +119,13 @@ try {
 
 const variants = config.variants.filter((v) => servers.some((s) => s.name === v));
 const summary = summarize(runs, variants, config.scenarios);
-const ratios = targetRatios(summary);
+const ratios = targetRatios(summary, runs);
 const failures = runs.filter((r) => r.problems.length > 0);
 console.log(
   `\nMedians over ${config.rounds} round(s) of ${config.duration} s (min–max of req/s across rounds):\n`,
 );
 console.log(formatTable(summary));
-console.log(`\nRatios of median req/s:\n${formatRatios(ratios)}`);
+console.log(`\nRatios of median req/s (pairs measured in this run):\n${formatRatios(ratios)}`);
 for (const note of notes) console.log(`NOTE ${note}`);
 for (const run of failures) {
   for (const problem of run.problems)
