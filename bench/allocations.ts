@@ -1,5 +1,5 @@
 /**
- * `npm run bench:allocations -- --variants raw-single,module-single [--scenario first|replay]`:
+ * `npm run bench:allocations -- --variants raw-single,module-single [--scenario first|replay|nokey]`:
  * bytes allocated per request by each variant's server, by allocating function. V8's sampling
  * heap profiler runs in the server (started over the inspector after the warm-up) and keeps the
  * samples of objects the GC already collected, so this is what the request allocates, not what
@@ -15,10 +15,12 @@ import { toolArgs } from './tool-args.js';
 import { BenchDatabase } from './database.js';
 import { countInServer } from './signalled-window.js';
 
-const { args, variants, scenario } = toolArgs('raw-single,module-single');
-const requests = Number(args.get('requests') ?? 3000);
-const warmup = Number(args.get('warmup') ?? 3000);
-const top = Number(args.get('top') ?? 15);
+const { variants, scenario, n } = toolArgs('raw-single,module-single', {
+  requests: 3000,
+  warmup: 3000,
+  top: 15,
+});
+const { requests, warmup, top } = n;
 
 interface HeapNode {
   callFrame: { functionName: string; url: string; lineNumber: number };

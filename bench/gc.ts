@@ -1,5 +1,5 @@
 /**
- * `npm run bench:gc -- --variants raw-sql,module [--scenario first|replay] [--requests 15000]`:
+ * `npm run bench:gc -- --variants raw-sql,module [--scenario first|replay|nokey] [--requests 15000]`:
  * the garbage collector's main-thread pauses per request, by kind, and the server process's CPU
  * per request (all threads: V8's helper threads mark and scavenge in parallel), counted in the
  * server after the warm-up. Shows what retained or promoted objects (in-flight requests, the
@@ -14,9 +14,8 @@ import { toolArgs } from './tool-args.js';
 import { BenchDatabase } from './database.js';
 import { countInServer } from './signalled-window.js';
 
-const { args, variants, scenario } = toolArgs('raw-sql,module');
-const requests = Number(args.get('requests') ?? 15000);
-const warmup = Number(args.get('warmup') ?? 3000);
+const { variants, scenario, n } = toolArgs('raw-sql,module', { requests: 15000, warmup: 3000 });
+const { requests, warmup } = n;
 
 interface Counted {
   pauses: Record<string, { count: number; ms: number }>;

@@ -16,15 +16,18 @@ import { toolArgs } from './tool-args.js';
 import { BenchDatabase } from './database.js';
 import { keyedLoad } from './keyed-load.js';
 
-const { args, variants, scenario } = toolArgs('raw-single,module-single');
-const requests = Number(args.get('requests') ?? 400);
-const warmup = Number(args.get('warmup') ?? 3000);
+const { args, variants, scenario, n } = toolArgs(
+  'raw-single,module-single',
+  { requests: 400, warmup: 3000, windows: 5 },
+  ['keep'],
+);
+const { requests, warmup } = n;
 /**
  * Counted windows per variant, back to back; their mean is reported, with their span. One
  * window may catch a major GC or an optimizing compile on V8's helper threads: their count moves
  * by up to ~35% between windows, the main thread's by ~3%.
  */
-const windows = Number(args.get('windows') ?? 5);
+const windows = n.windows;
 /** `--keep DIR`: leave the callgrind dumps there, for `callgrind_annotate` (GC, timers, crypto by C++ symbol). */
 const keep = args.get('keep');
 

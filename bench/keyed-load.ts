@@ -14,11 +14,16 @@ export interface KeyedLoad {
   duration?: number;
 }
 
-/** `POST /payments` of the bench variants under autocannon, each request with its key. */
+/** The 1 000 keys a `replay` load of `prefix` cycles over. */
+export function replayKeys(prefix: string): string[] {
+  return Array.from({ length: 1000 }, (_, i) => `${prefix}-${i}`);
+}
+
+/** `POST /payments` of the bench variants under autocannon, each request with its key (none for `nokey`). */
 export function keyedLoad(url: string, o: KeyedLoad): Promise<autocannon.Result> {
   let next = 0;
-  const replayKeys = Array.from({ length: 1000 }, (_, i) => `${o.prefix}-${i}`);
-  const key = () => (o.scenario === 'first' ? randomUUID() : replayKeys[next++ % 1000]);
+  const keys = o.scenario === 'replay' ? replayKeys(o.prefix) : [];
+  const key = () => (o.scenario === 'first' ? randomUUID() : keys[next++ % keys.length]);
   return new Promise((resolve, reject) =>
     autocannon(
       {

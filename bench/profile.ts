@@ -1,5 +1,5 @@
 /**
- * `npm run bench:profile -- --variants raw-sql,module [--scenario first|replay] [--seconds 15]`:
+ * `npm run bench:profile -- --variants raw-sql,module [--scenario first|replay|nokey] [--seconds 15]`:
  * where each variant's server spends its main thread's CPU under load, in µs per request, side by
  * side. callgrind counts instructions but cannot name JIT'd JavaScript; V8's sampling profiler
  * can. Each server runs with `--cpu-prof`; only the samples taken during the measured load count
@@ -19,10 +19,12 @@ import { BenchDatabase } from './database.js';
 import { keyedLoad } from './keyed-load.js';
 import { startVariant } from './servers.js';
 
-const { args, variants, scenario } = toolArgs('raw-single,module-single');
-const seconds = Number(args.get('seconds') ?? 15);
-const top = Number(args.get('top') ?? 30);
-const intervalUs = Number(args.get('interval') ?? 200);
+const { args, variants, scenario, n } = toolArgs(
+  'raw-single,module-single',
+  { seconds: 15, top: 30, interval: 200 },
+  ['keep'],
+);
+const { seconds, top, interval: intervalUs } = n;
 
 interface Frame {
   functionName: string;
@@ -145,6 +147,7 @@ try {
     const server = await startVariant(variant, {
       DATABASE_URL: db.url,
       BENCH_POOL_SIZE: '10',
+      BENCH_REDIS_PREFIX: `${db.name}-peer`,
       REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
     });
     try {

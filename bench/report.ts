@@ -25,9 +25,8 @@ export interface Ratio {
   /** Ratio of the two cells' median req/s: the figure the targets are stated in. */
   value: number | null;
   /**
-   * The same ratio taken round by round (each round runs the two cells back to back), its median
-   * and span: load from outside the run moves both cells of a round alike, so this span shows how
-   * far the machine's noise reaches into `value`.
+   * The same ratio taken round by round (the two cells of one round, a few cells apart), its
+   * median and span: how far the machine's noise reaches into `value`.
    */
   perRound: { median: number; min: number; max: number } | null;
 }
@@ -179,9 +178,10 @@ export function formatTable(summary: CellSummary[]): string {
 }
 
 export function formatRatios(ratios: Ratio[]): string {
-  const width = Math.max(...ratios.map((r) => r.label.length));
-  return ratios
-    .filter((r) => r.value !== null)
+  const measured = ratios.filter((r) => r.value !== null);
+  if (measured.length === 0) return '  (none: no pair of the targets ran)';
+  const width = Math.max(...measured.map((r) => r.label.length));
+  return measured
     .map(({ label, value, perRound: p }) => {
       const round = p
         ? `   round by round: median ${fixed(p.median, 2)}, ${fixed(p.min, 2)}–${fixed(p.max, 2)}`

@@ -9,7 +9,7 @@ import { type CellRun, runCell } from './cell.js';
 import { readConfig, type VariantName } from './config.js';
 import { BenchDatabase } from './database.js';
 import { formatRatios, formatTable, summarize, targetRatios } from './report.js';
-import { startVariant, type VariantServer } from './servers.js';
+import { cleanUpOnce, startVariant, type VariantServer } from './servers.js';
 
 const config = readConfig();
 const startedAt = new Date();
@@ -27,14 +27,7 @@ console.log(`database ${db.name} created and migrated`);
 if (!(await db.checkpoint()))
   notes.push('CHECKPOINT is not permitted for this user: cells may pay for checkpoints unevenly');
 
-let cleaned = false;
-async function cleanUp(): Promise<void> {
-  if (cleaned) return;
-  cleaned = true;
-  await Promise.all(servers.map((s) => s.stop()));
-  await db.drop();
-}
-process.once('SIGINT', () => void cleanUp().finally(() => process.exit(130)));
+const cleanUp = cleanUpOnce(servers, db);
 
 /** module-tx, module-single and module-pg-single need `@Idempotent({ transactional })`: the server says whether its handler got a transaction. */
 async function transactionalMissing(server: VariantServer): Promise<string | undefined> {

@@ -78,7 +78,7 @@ function plan(scenario: ScenarioName, config: BenchConfig, tag: string): Plan {
 }
 
 /** Completes every key once (16 at a time) so the measured load only replays. */
-async function completeKeys(url: string, keys: string[]): Promise<void> {
+export async function completeKeys(url: string, keys: string[]): Promise<void> {
   let next = 0;
   const failures: number[] = [];
   const worker = async () => {

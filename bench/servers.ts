@@ -62,3 +62,22 @@ function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
     child.kill('SIGTERM');
   });
 }
+
+/**
+ * Stops the servers started so far and drops the run's database, once: when the run ends, or at
+ * Ctrl-C (exit 130), so an interrupted run leaves no `bench_*` database behind.
+ */
+export function cleanUpOnce(
+  servers: VariantServer[],
+  db: { drop(): Promise<void> },
+): () => Promise<void> {
+  let cleaned = false;
+  const cleanUp = async () => {
+    if (cleaned) return;
+    cleaned = true;
+    await Promise.all(servers.map((s) => s.stop()));
+    await db.drop();
+  };
+  process.once('SIGINT', () => void cleanUp().finally(() => process.exit(130)));
+  return cleanUp;
+}

@@ -28,6 +28,7 @@ export async function countInServer(
   const server = await startVariant(variant, {
     DATABASE_URL: db.url,
     BENCH_POOL_SIZE: '10',
+    BENCH_REDIS_PREFIX: `${db.name}-peer`,
     [w.outVariable]: w.out,
     REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
   });
