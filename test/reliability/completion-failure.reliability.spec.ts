@@ -156,14 +156,18 @@ describe('completion write fails after a successful handler (PostgreSQL cut off 
 
   it('completion refused with the database reachable: the claim is kept past its lease (renewed), then completed and replayed; one run', async () => {
     // Only the completion UPDATE of this one claim fails (a test trigger); renewals and deletes
-    // work: a library that deleted the claim, or let its lease run out, would be caught.
+    // work: a library that deleted the claim, or let its lease run out, would be caught. Once
+    // lifted, a completion without the response is still refused: a background attempt walks
+    // its fallbacks one statement after another, and a lift landing between two of them would
+    // otherwise let the last one (status only, not replayable) through.
     await sql(
-      `CREATE TABLE IF NOT EXISTS reliability_refused_completions (owner_token uuid PRIMARY KEY)`,
+      `CREATE TABLE IF NOT EXISTS reliability_refused_completions (owner_token uuid PRIMARY KEY, lifted boolean NOT NULL DEFAULT false)`,
     );
     await sql(`CREATE OR REPLACE FUNCTION reliability_refuse_completion() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
         IF NEW.status = 'completed' AND EXISTS (
-             SELECT 1 FROM reliability_refused_completions r WHERE r.owner_token = OLD.owner_token) THEN
+             SELECT 1 FROM reliability_refused_completions r WHERE r.owner_token = OLD.owner_token
+                AND (NOT r.lifted OR NEW.response_raw IS NULL)) THEN
           RAISE EXCEPTION 'reliability test: completion write refused';
         END IF;
         RETURN NEW;
@@ -190,7 +194,7 @@ describe('completion write fails after a successful handler (PostgreSQL cut off 
     expect(held).toMatchObject({ owner_token: claimed.owner_token, status: 'in_progress' });
     expect(await leaseRemainingMs(first.key)).toBeGreaterThan(0);
 
-    await sql(`DELETE FROM reliability_refused_completions WHERE owner_token = $1`, [
+    await sql(`UPDATE reliability_refused_completions SET lifted = true WHERE owner_token = $1`, [
       claimed.owner_token,
     ]);
     await expectReplayedOnceWritten(failed);
