@@ -42,9 +42,48 @@ async function startSingleCommitApp(dataSource: DataSource) {
 }
 
 /**
- * The round-trip budget: every statement the app sends goes through the pool of its DataSource,
- * so wrapping the `query` of each client it hands out counts exactly what each request path costs.
+ * Every statement the app sends goes through the pool of its DataSource, so wrapping the `query`
+ * of each client it hands out counts exactly what each request path costs: each statement's text
+ * in `sent`, and in `pipelined` the index of each one sent without waiting for the one before it
+ * (same round trip).
  */
+function countStatements(appDataSource: DataSource, sent: string[], pipelined: number[]) {
+  const pool = (
+    appDataSource.driver as unknown as {
+      master: { connect: (...a: any[]) => Promise<any> };
+    }
+  ).master;
+  // Every statement, by pool.query() or on a checked-out client, is one client.query().
+  const counted = new WeakSet<object>();
+  const connect = pool.connect.bind(pool);
+  pool.connect = async (...args: any[]) => {
+    const client = await connect(...args);
+    if (!counted.has(client)) {
+      counted.add(client);
+      const query = client.query.bind(client);
+      client.query = (config: any, ...rest: any[]) => {
+        sent.push(typeof config === 'string' ? config : config.text);
+        if (client.pipeline) pipelined.push(sent.length - 1);
+        return query(config, ...rest);
+      };
+    }
+    return client;
+  };
+}
+
+/** The first word of each statement a single-commit replay sends (after its first call). */
+async function singleCommitReplay(url: string, sent: string[]): Promise<string[]> {
+  const key = randomUUID();
+  await send(url, '/single', { key });
+  sent.length = 0;
+  const replay = await send(url, '/single', { key });
+  expect(replay.headers['idempotent-replayed']).toBe('true');
+  // The ROLLBACK is not awaited by the request: wait for it.
+  await new Promise((r) => setTimeout(r, 50));
+  return sent.map((s) => s.split(' ')[0]);
+}
+
+/** The round-trip budget, counted by `countStatements`. */
 describe('round-trip budget', () => {
   let db: MigratedDatabase;
   let f: FixtureApp;
@@ -56,28 +95,7 @@ describe('round-trip budget', () => {
     db = await createMigratedDatabase('roundtrips');
     const appDataSource = db.newDataSource();
     await appDataSource.initialize();
-    const pool = (
-      appDataSource.driver as unknown as {
-        master: { connect: (...a: any[]) => Promise<any> };
-      }
-    ).master;
-    // Every statement, by pool.query() or on a checked-out client, is one client.query().
-    const counted = new WeakSet<object>();
-    const connect = pool.connect.bind(pool);
-    pool.connect = async (...args: any[]) => {
-      const client = await connect(...args);
-      if (!counted.has(client)) {
-        counted.add(client);
-        const query = client.query.bind(client);
-        client.query = (config: any, ...rest: any[]) => {
-          sent.push(typeof config === 'string' ? config : config.text);
-          // Sent without waiting for the statement before it: same round trip as that one.
-          if (client.pipeline) pipelined.push(sent.length - 1);
-          return query(config, ...rest);
-        };
-      }
-      return client;
-    };
+    countStatements(appDataSource, sent, pipelined);
     f = await startFixtureApp({
       platform: 'express',
       dataSource: appDataSource,
@@ -112,7 +130,7 @@ describe('round-trip budget', () => {
     expect(sent).toHaveLength(6);
     expect(sent[0]).toBe('BEGIN');
     expect(sent[1]).toMatch(
-      /^SELECT pg_try_advisory_xact_lock\(\$1\) AS locked,\s+current_setting\('transaction_read_only'\)/,
+      /^SELECT pg_try_advisory_xact_lock\(\$1\) AS locked,\s+current_setting\('transaction_isolation'\)/,
     );
     expect(sent[2]).toMatch(/^SELECT k\.id, .* LEFT JOIN .* ON k\.idempotency_key = \$1/s);
     expect(sent[3]).toBe('SELECT $1::int AS n');
@@ -124,14 +142,12 @@ describe('round-trip budget', () => {
   });
 
   it('single-commit: a replay costs one round trip (BEGIN, lock, lookup) and a ROLLBACK not waited for', async () => {
-    const key = randomUUID();
-    await send(single.url, '/single', { key });
-    sent.length = 0;
-    const replay = await send(single.url, '/single', { key });
-    expect(replay.headers['idempotent-replayed']).toBe('true');
-    // The ROLLBACK is not awaited by the request: wait for it.
-    await new Promise((r) => setTimeout(r, 50));
-    expect(sent.map((s) => s.split(' ')[0])).toEqual(['BEGIN', 'SELECT', 'SELECT', 'ROLLBACK']);
+    expect(await singleCommitReplay(single.url, sent)).toEqual([
+      'BEGIN',
+      'SELECT',
+      'SELECT',
+      'ROLLBACK',
+    ]);
   });
 
   it('a replay costs 1 statement', async () => {
@@ -201,5 +217,51 @@ describe('round-trip budget', () => {
       sent.filter((s) => /locked_until = now\(\) \+/.test(s) && s.startsWith('UPDATE')),
     ).toEqual([]);
     expect(sent).toHaveLength(2);
+  });
+});
+
+describe('round-trip budget under REPEATABLE READ (default_transaction_isolation of the database)', () => {
+  let db: MigratedDatabase;
+  let single: { url: string; close: () => Promise<void> };
+  const sent: string[] = [];
+  const pipelined: number[] = [];
+
+  beforeAll(async () => {
+    db = await createMigratedDatabase('roundtrips_rr');
+    await db.dataSource.query(
+      `ALTER DATABASE "${db.name}" SET default_transaction_isolation TO 'repeatable read'`,
+    );
+    const appDataSource = db.newDataSource();
+    await appDataSource.initialize();
+    countStatements(appDataSource, sent, pipelined);
+    single = await startSingleCommitApp(appDataSource);
+  });
+  afterAll(async () => {
+    await single?.close();
+    await db?.drop();
+  });
+  beforeEach(() => {
+    sent.length = 0;
+    pipelined.length = 0;
+  });
+
+  it('single-commit: a first call looks the scope up once more, outside the transaction, after the lock: four round trips', async () => {
+    expect((await send(single.url, '/single', { key: randomUUID() })).status).toBe(201);
+    expect(sent).toHaveLength(7);
+    expect(sent.slice(0, 2).map((s) => s.split(' ')[0])).toEqual(['BEGIN', 'SELECT']);
+    expect(sent[2]).toMatch(/^SELECT k\.id, .* LEFT JOIN .* ON k\.idempotency_key = \$1/s);
+    expect(sent[3]).toBe(sent[2]);
+    expect(sent[4]).toBe('SELECT $1::int AS n');
+    expect(sent[6]).toBe('COMMIT');
+    expect(pipelined).toEqual([0, 1, 2, 5, 6]);
+  });
+
+  it('single-commit: a replay costs what it costs under READ COMMITTED', async () => {
+    expect(await singleCommitReplay(single.url, sent)).toEqual([
+      'BEGIN',
+      'SELECT',
+      'SELECT',
+      'ROLLBACK',
+    ]);
   });
 });

@@ -13,6 +13,7 @@ import { send } from '../fixtures/http-client.js';
 import { listenApp } from '../fixtures/listen.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { Executions } from '../fixtures/payments.fixture.js';
+import { insertExpiredRecord } from '../fixtures/expired-record.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -90,18 +91,9 @@ describe('REPEATABLE READ: concurrent duplicates taking over an expired record',
     await db?.drop();
   });
 
-  /** A record of another request, completed and past its expiry: the next claim takes it over. */
-  const expired = (key: string, endpoint: string) =>
-    db.dataSource.query(
-      `INSERT INTO idempotency_keys (idempotency_key, endpoint, request_hash, status, status_code,
-         expires_at, completed_at)
-       VALUES ($1, $2, repeat('0', 64), 'completed', 201, now() - interval '1 s', now())`,
-      [key, endpoint],
-    );
-
   it('answers one 201 and 409 in progress to the others, never 503', async () => {
     const keys = Array.from({ length: 8 }, () => randomUUID());
-    for (const key of keys) await expired(key, 'POST /s/plain');
+    for (const key of keys) await insertExpiredRecord(db.dataSource, key, 'POST /s/plain');
     const answers = await Promise.all(
       keys.flatMap((key) =>
         Array.from({ length: 12 }, () =>
@@ -120,7 +112,8 @@ describe('REPEATABLE READ: concurrent duplicates taking over an expired record',
   });
   it('single-commit: concurrent duplicates (new or expired keys) run the handler once, never 503', async () => {
     const keys = Array.from({ length: 10 }, () => randomUUID());
-    for (const key of keys.slice(5)) await expired(key, 'POST /s/single');
+    for (const key of keys.slice(5))
+      await insertExpiredRecord(db.dataSource, key, 'POST /s/single');
     const answers = await Promise.all(
       keys.flatMap((key) =>
         Array.from({ length: 20 }, () => send(url, '/s/single', { key, body: { ref: key } })),

@@ -313,11 +313,18 @@ export class PostgresIdempotencyStore<
         this.pool.timeoutMs,
       );
       settledValue(begin);
-      if (settledValue(lock).rows[0]?.read_only === true) throw readOnlyTransactionError();
-      const row = {
+      const locking = settledValue(lock).rows[0];
+      if (locking?.read_only === true) throw readOnlyTransactionError();
+      let row = {
         ...(settledValue(lookup).rows[0] as unknown as ExistingRow),
-        locked: settledValue(lock).rows[0]?.locked === true,
+        locked: locking?.locked === true,
       };
+      // The snapshot predates the lock: a holder may have committed between the two. Looked up
+      // again now that the lock is ours, no other commit of the scope can follow.
+      if (row.locked && (!row.id || row.stale) && locking?.snapshot_held === true) {
+        const { rows } = await this.pool.query(bound(this.single.lookup, scope));
+        row = { ...(rows[0] as unknown as ExistingRow), locked: true };
+      }
       inserts = !row.id && row.locked;
       outcome = await this.decideInTransaction(req, row, run);
     } catch (err) {

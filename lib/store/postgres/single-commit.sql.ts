@@ -11,14 +11,18 @@ export function buildSingleCommitStatements(tableName: string) {
   const suffix = statementSuffix(tableName);
   return {
     /**
-     * The scope's advisory lock, in its own statement before the lookup: the lookup's snapshot
-     * is then taken after the lock, so it sees the record of whoever held the lock before us
-     * (a commit is visible before its locks are released). `read_only`: the record could not be
-     * written at the end, so the handler must not run.
+     * The scope's advisory lock, in its own statement before the lookup: under READ COMMITTED the
+     * lookup's snapshot is then taken after the lock, so it sees the record of whoever held the
+     * lock before us (a commit is visible before its locks are released). `snapshot_held`: under
+     * REPEATABLE READ or SERIALIZABLE this statement took the transaction's snapshot when it
+     * started, before the lock, so the lookup may miss a commit of the last holder; the store
+     * then looks again outside the transaction. `read_only`: the record could not be written at
+     * the end, so the handler must not run.
      */
     lock: {
       name: `idem_single_lock_${suffix}`,
       text: `SELECT pg_try_advisory_xact_lock($1) AS locked,
+       current_setting('transaction_isolation') <> 'read committed' AS snapshot_held,
        current_setting('transaction_read_only') = 'on' AS read_only`,
     },
     /** Always one row: the committed row of the scope, if any (id NULL when none). */
