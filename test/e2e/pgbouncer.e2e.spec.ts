@@ -139,6 +139,25 @@ describe('behind PgBouncer 1.18', () => {
     expect(message).toMatch(/max_prepared_statements/);
   });
 
+  it('transaction pooling under REPEATABLE READ (the database default): every key runs once, no 503, in every mode', async () => {
+    await db.dataSource.query(
+      `ALTER DATABASE "${db.name}" SET default_transaction_isolation TO 'repeatable read'`,
+    );
+    try {
+      bouncer = await startPgBouncer({ poolMode: 'transaction', defaultPoolSize: 4 });
+      const started = await startApp(bouncer.url(db.name), { preparedStatements: false });
+      app = started.app;
+      const through = new DataSource({ type: 'postgres', url: bouncer.url(db.name) });
+      await through.initialize();
+      const [{ transaction_isolation: level }] = await through.query('SHOW transaction_isolation');
+      await through.destroy();
+      expect(level).toBe('repeatable read');
+      await expectOnce(await traffic(app, started.exec, 'txpool-rr'), 'txpool-rr');
+    } finally {
+      await db.dataSource.query(`ALTER DATABASE "${db.name}" RESET default_transaction_isolation`);
+    }
+  });
+
   it('session pooling keeps working with named statements', async () => {
     bouncer = await startPgBouncer({ poolMode: 'session', defaultPoolSize: 10 });
     const started = await startApp(bouncer.url(db.name));

@@ -47,7 +47,12 @@ async function startSingleCommitApp(dataSource: DataSource) {
  * in `sent`, and in `pipelined` the index of each one sent without waiting for the one before it
  * (same round trip).
  */
-function countStatements(appDataSource: DataSource, sent: string[], pipelined: number[]) {
+function countStatements(
+  appDataSource: DataSource,
+  sent: string[],
+  pipelined: number[],
+): { checkouts: number } {
+  const counts = { checkouts: 0 };
   const pool = (
     appDataSource.driver as unknown as {
       master: { connect: (...a: any[]) => Promise<any> };
@@ -57,6 +62,7 @@ function countStatements(appDataSource: DataSource, sent: string[], pipelined: n
   const counted = new WeakSet<object>();
   const connect = pool.connect.bind(pool);
   pool.connect = async (...args: any[]) => {
+    counts.checkouts++;
     const client = await connect(...args);
     if (!counted.has(client)) {
       counted.add(client);
@@ -69,6 +75,7 @@ function countStatements(appDataSource: DataSource, sent: string[], pipelined: n
     }
     return client;
   };
+  return counts;
 }
 
 /** The first word of each statement a single-commit replay sends (after its first call). */
@@ -225,6 +232,7 @@ describe('round-trip budget under REPEATABLE READ (default_transaction_isolation
   let single: { url: string; close: () => Promise<void> };
   const sent: string[] = [];
   const pipelined: number[] = [];
+  let counts: { checkouts: number };
 
   beforeAll(async () => {
     db = await createMigratedDatabase('roundtrips_rr');
@@ -233,7 +241,7 @@ describe('round-trip budget under REPEATABLE READ (default_transaction_isolation
     );
     const appDataSource = db.newDataSource();
     await appDataSource.initialize();
-    countStatements(appDataSource, sent, pipelined);
+    counts = countStatements(appDataSource, sent, pipelined);
     single = await startSingleCommitApp(appDataSource);
   });
   afterAll(async () => {
@@ -243,17 +251,27 @@ describe('round-trip budget under REPEATABLE READ (default_transaction_isolation
   beforeEach(() => {
     sent.length = 0;
     pipelined.length = 0;
+    counts.checkouts = 0;
   });
 
-  it('single-commit: a first call looks the scope up once more, outside the transaction, after the lock: four round trips', async () => {
+  it("single-commit: a first call probes the scope's unique index under a savepoint, on its own connection: four round trips", async () => {
     expect((await send(single.url, '/single', { key: randomUUID() })).status).toBe(201);
-    expect(sent).toHaveLength(7);
-    expect(sent.slice(0, 2).map((s) => s.split(' ')[0])).toEqual(['BEGIN', 'SELECT']);
-    expect(sent[2]).toMatch(/^SELECT k\.id, .* LEFT JOIN .* ON k\.idempotency_key = \$1/s);
-    expect(sent[3]).toBe(sent[2]);
-    expect(sent[4]).toBe('SELECT $1::int AS n');
-    expect(sent[6]).toBe('COMMIT');
-    expect(pipelined).toEqual([0, 1, 2, 5, 6]);
+    expect(sent.map((s) => s.split(/\s/)[0])).toEqual([
+      'BEGIN',
+      'SELECT',
+      'SELECT',
+      'SAVEPOINT',
+      'INSERT',
+      'ROLLBACK',
+      'SELECT',
+      'INSERT',
+      'COMMIT',
+    ]);
+    expect(sent[4]).toMatch(/ON CONFLICT \(idempotency_key, endpoint, user_id\) DO NOTHING$/);
+    expect(sent[5]).toBe('ROLLBACK TO SAVEPOINT idem_snapshot_probe');
+    // BEGIN + lock + lookup; the probe; the handler's statement; the record + COMMIT.
+    expect(pipelined).toEqual([0, 1, 2, 3, 4, 5, 7, 8]);
+    expect(counts.checkouts).toBe(1);
   });
 
   it('single-commit: a replay costs what it costs under READ COMMITTED', async () => {

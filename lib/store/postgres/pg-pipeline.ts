@@ -43,3 +43,9 @@ export async function pipelineWithin(
     pg.pipeline = false;
   }
 }
+
+/** The value of a pipelined statement, or its error thrown. */
+export function settledValue<T>(settled: PromiseSettledResult<T>): T {
+  if (settled.status === 'rejected') throw settled.reason;
+  return settled.value;
+}

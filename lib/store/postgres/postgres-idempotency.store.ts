@@ -35,7 +35,8 @@ import { scopeLockKey } from './scope-lock.js';
 import { underContention } from './claim-contention.js';
 import { buildSingleCommitStatements, type SingleCommitStatements } from './single-commit.sql.js';
 import { type SingleCommit, singleCommitTransaction } from './single-commit-transaction.js';
-import { pipelineWithin } from './pg-pipeline.js';
+import { pipelineWithin, settledValue } from './pg-pipeline.js';
+import { committedAfterSnapshot } from './snapshot-probe.js';
 import { withoutNames } from './unnamed-statements.js';
 import { readOnlyTransactionError } from './topology-check.js';
 import { SingleCommitSlots } from './single-commit-slots.js';
@@ -64,11 +65,6 @@ interface ExistingRow extends StoredRow {
   stale: boolean;
   expires_at: Date | null;
   seconds_left: number | null;
-}
-
-function settledValue<T>(settled: PromiseSettledResult<T>): T {
-  if (settled.status === 'rejected') throw settled.reason;
-  return settled.value;
 }
 
 /** What a lease records of the request that claimed it (the cipher binds stored bytes to it). */
@@ -293,6 +289,21 @@ export class PostgresIdempotencyStore<
    * transaction stays open for the handler (claimed), or is rolled back in the background.
    */
   async claimInTransaction(req: ClaimRequest): Promise<TransactionalClaimOutcome<TManager>> {
+    // Once more in a new transaction when a record was committed after the first one's snapshot.
+    return (await this.claimInNewTransaction(req, true)) ?? (await this.claimInNewTransaction(req));
+  }
+
+  private async claimInNewTransaction(
+    req: ClaimRequest,
+    mayRetry: true,
+  ): Promise<TransactionalClaimOutcome<TManager> | null>;
+  private async claimInNewTransaction(
+    req: ClaimRequest,
+  ): Promise<TransactionalClaimOutcome<TManager>>;
+  private async claimInNewTransaction(
+    req: ClaimRequest,
+    mayRetry = false,
+  ): Promise<TransactionalClaimOutcome<TManager> | null> {
     const freeSlot = await this.slots.acquire();
     const client = await this.pool.connect().catch((err: Error) => {
       freeSlot();
@@ -315,18 +326,28 @@ export class PostgresIdempotencyStore<
       settledValue(begin);
       const locking = settledValue(lock).rows[0];
       if (locking?.read_only === true) throw readOnlyTransactionError();
-      let row = {
+      const row = {
         ...(settledValue(lookup).rows[0] as unknown as ExistingRow),
         locked: locking?.locked === true,
       };
-      // The snapshot predates the lock: a holder may have committed between the two. Looked up
-      // again now that the lock is ours, no other commit of the scope can follow.
-      if (row.locked && (!row.id || row.stale) && locking?.snapshot_held === true) {
-        const { rows } = await this.pool.query(bound(this.single.lookup, scope));
-        row = { ...(rows[0] as unknown as ExistingRow), locked: true };
+      // The snapshot predates the lock: the last holder may have committed between the two.
+      const raced =
+        row.locked &&
+        (!row.id || row.stale) &&
+        locking?.snapshot_held === true &&
+        (await committedAfterSnapshot(
+          client,
+          bound(this.single.probe, scope),
+          this.pool.timeoutMs,
+        ));
+      if (raced && mayRetry) {
+        await run({ text: 'ROLLBACK', values: [] });
+        client.release();
+        freeSlot();
+        return null;
       }
-      inserts = !row.id && row.locked;
-      outcome = await this.decideInTransaction(req, row, run);
+      inserts = !raced && !row.id && row.locked;
+      outcome = raced ? { type: 'in_progress' } : await this.decideInTransaction(req, row, run);
     } catch (err) {
       client.release(err as Error);
       freeSlot();

@@ -16,7 +16,7 @@ export function buildSingleCommitStatements(tableName: string) {
      * lock before us (a commit is visible before its locks are released). `snapshot_held`: under
      * REPEATABLE READ or SERIALIZABLE this statement took the transaction's snapshot when it
      * started, before the lock, so the lookup may miss a commit of the last holder; the store
-     * then looks again outside the transaction. `read_only`: the record could not be written at
+     * then probes the scope's unique index (`probe`). `read_only`: the record could not be written at
      * the end, so the handler must not run.
      */
     lock: {
@@ -31,6 +31,17 @@ export function buildSingleCommitStatements(tableName: string) {
       text: `${existingColumns('k')}
   FROM (SELECT 1) one
   LEFT JOIN ${t} k ON k.idempotency_key = $1 AND k.endpoint = $2 AND k.user_id = $3`,
+    },
+    /**
+     * Run between a savepoint and its rollback, never kept: under REPEATABLE READ or
+     * SERIALIZABLE it fails with 40001 when a record of the scope was committed after the
+     * transaction's snapshot (the unique index sees rows the snapshot does not).
+     */
+    probe: {
+      name: `idem_single_probe_${suffix}`,
+      text: `INSERT INTO ${t} (idempotency_key, endpoint, user_id, request_hash)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (idempotency_key, endpoint, user_id) DO NOTHING`,
     },
     /**
      * The record, completed, sent with the COMMIT. Should a record of the scope exist anyway
