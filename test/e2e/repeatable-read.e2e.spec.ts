@@ -67,6 +67,17 @@ describe('REPEATABLE READ single-commit: a duplicate whose snapshot predates the
         await gate?.release;
         return { ref: body.ref, run: exec.count('single', body.ref) };
       }
+
+      /** Written at the transaction's top level, not in a subtransaction the probe left open. */
+      @Post('xid')
+      @Idempotent({ transactional: 'single' })
+      async xid(@IdempotencyCtx() idem: IdempotencyContext) {
+        const [row] = await idem.manager!.query(
+          `INSERT INTO ledger (ref) VALUES ('xid')
+           RETURNING xmin::text AS row_xid, pg_current_xact_id()::text AS top_xid`,
+        );
+        return row;
+      }
     }
 
     @Module({
@@ -125,4 +136,10 @@ describe('REPEATABLE READ single-commit: a duplicate whose snapshot predates the
       expect(ledger).toHaveLength(1);
     },
   );
+  it('the probe leaves no savepoint behind: the handler writes in the top transaction', async () => {
+    const res = await send(url, '/rr/xid', { key: randomUUID() });
+    expect(res.status).toBe(201);
+    const { row_xid, top_xid } = res.json();
+    expect(row_xid).toBe(top_xid);
+  });
 });

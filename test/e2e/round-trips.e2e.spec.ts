@@ -254,7 +254,7 @@ describe('round-trip budget under REPEATABLE READ (default_transaction_isolation
     counts.checkouts = 0;
   });
 
-  it("single-commit: a first call probes the scope's unique index under a savepoint, on its own connection: four round trips", async () => {
+  it("single-commit: a first call probes the scope's unique index under a savepoint (rolled back, released), on its own connection: four round trips", async () => {
     expect((await send(single.url, '/single', { key: randomUUID() })).status).toBe(201);
     expect(sent.map((s) => s.split(/\s/)[0])).toEqual([
       'BEGIN',
@@ -263,6 +263,7 @@ describe('round-trip budget under REPEATABLE READ (default_transaction_isolation
       'SAVEPOINT',
       'INSERT',
       'ROLLBACK',
+      'RELEASE',
       'SELECT',
       'INSERT',
       'COMMIT',
@@ -270,7 +271,7 @@ describe('round-trip budget under REPEATABLE READ (default_transaction_isolation
     expect(sent[4]).toMatch(/ON CONFLICT \(idempotency_key, endpoint, user_id\) DO NOTHING$/);
     expect(sent[5]).toBe('ROLLBACK TO SAVEPOINT idem_snapshot_probe');
     // BEGIN + lock + lookup; the probe; the handler's statement; the record + COMMIT.
-    expect(pipelined).toEqual([0, 1, 2, 3, 4, 5, 7, 8]);
+    expect(pipelined).toEqual([0, 1, 2, 3, 4, 5, 6, 8, 9]);
     expect(counts.checkouts).toBe(1);
   });
 

@@ -36,7 +36,7 @@ import { underContention } from './claim-contention.js';
 import { buildSingleCommitStatements, type SingleCommitStatements } from './single-commit.sql.js';
 import { type SingleCommit, singleCommitTransaction } from './single-commit-transaction.js';
 import { pipelineWithin, settledValue } from './pg-pipeline.js';
-import { committedAfterSnapshot } from './snapshot-probe.js';
+import { committedAfterSnapshot, serializationFailure } from './snapshot-probe.js';
 import { withoutNames } from './unnamed-statements.js';
 import { readOnlyTransactionError } from './topology-check.js';
 import { SingleCommitSlots } from './single-commit-slots.js';
@@ -289,7 +289,8 @@ export class PostgresIdempotencyStore<
    * transaction stays open for the handler (claimed), or is rolled back in the background.
    */
   async claimInTransaction(req: ClaimRequest): Promise<TransactionalClaimOutcome<TManager>> {
-    // Once more in a new transaction when a record was committed after the first one's snapshot.
+    // Once more in a new transaction when a record was committed after the first one's snapshot:
+    // that one's lookup shows it. A second refusal is SERIALIZABLE's own conflict check (503).
     return (await this.claimInNewTransaction(req, true)) ?? (await this.claimInNewTransaction(req));
   }
 
@@ -340,14 +341,15 @@ export class PostgresIdempotencyStore<
           bound(this.single.probe, scope),
           this.pool.timeoutMs,
         ));
-      if (raced && mayRetry) {
+      if (raced && !mayRetry) throw serializationFailure();
+      if (raced) {
         await run({ text: 'ROLLBACK', values: [] });
         client.release();
         freeSlot();
         return null;
       }
-      inserts = !raced && !row.id && row.locked;
-      outcome = raced ? { type: 'in_progress' } : await this.decideInTransaction(req, row, run);
+      inserts = !row.id && row.locked;
+      outcome = await this.decideInTransaction(req, row, run);
     } catch (err) {
       client.release(err as Error);
       freeSlot();
