@@ -287,31 +287,21 @@ export class PostgresIdempotencyStore<
   /**
    * BEGIN, the scope's advisory lock and the lookup, in one round trip; then the
    * transaction stays open for the handler (claimed), or is rolled back in the background.
+   * `again`: claimed once more in a new transaction, after the probe found a record committed
+   * after the first one's snapshot (whose lookup shows it); refused again, it is SERIALIZABLE's
+   * own conflict check (503, nothing ran).
    */
-  async claimInTransaction(req: ClaimRequest): Promise<TransactionalClaimOutcome<TManager>> {
-    // Once more in a new transaction when a record was committed after the first one's snapshot:
-    // that one's lookup shows it. A second refusal is SERIALIZABLE's own conflict check (503).
-    return (await this.claimInNewTransaction(req, true)) ?? (await this.claimInNewTransaction(req));
-  }
-
-  private async claimInNewTransaction(
+  async claimInTransaction(
     req: ClaimRequest,
-    mayRetry: true,
-  ): Promise<TransactionalClaimOutcome<TManager> | null>;
-  private async claimInNewTransaction(
-    req: ClaimRequest,
-  ): Promise<TransactionalClaimOutcome<TManager>>;
-  private async claimInNewTransaction(
-    req: ClaimRequest,
-    mayRetry = false,
-  ): Promise<TransactionalClaimOutcome<TManager> | null> {
+    again = false,
+  ): Promise<TransactionalClaimOutcome<TManager>> {
     const freeSlot = await this.slots.acquire();
     const client = await this.pool.connect().catch((err: Error) => {
       freeSlot();
       throw err;
     });
     const run = (config: QueryConfig) => queryWithin(client, config, this.pool.timeoutMs);
-    let outcome: ClaimOutcome;
+    let outcome: ClaimOutcome | undefined;
     let inserts: boolean;
     try {
       const scope = [req.key, req.endpoint, req.userId, req.requestHash];
@@ -341,19 +331,19 @@ export class PostgresIdempotencyStore<
           bound(this.single.probe, scope),
           this.pool.timeoutMs,
         ));
-      if (raced && !mayRetry) throw serializationFailure();
-      if (raced) {
-        await run({ text: 'ROLLBACK', values: [] });
-        client.release();
-        freeSlot();
-        return null;
-      }
-      inserts = !row.id && row.locked;
-      outcome = await this.decideInTransaction(req, row, run);
+      if (raced && again) throw serializationFailure();
+      if (raced) await run({ text: 'ROLLBACK', values: [] });
+      inserts = !raced && !row.id && row.locked;
+      outcome = raced ? undefined : await this.decideInTransaction(req, row, run);
     } catch (err) {
       client.release(err as Error);
       freeSlot();
       throw err;
+    }
+    if (!outcome) {
+      client.release();
+      freeSlot();
+      return this.claimInTransaction(req, true);
     }
     if (outcome.type === 'claimed') {
       const single = singleCommitTransaction(this.bind, client, {
