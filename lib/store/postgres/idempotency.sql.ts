@@ -3,6 +3,7 @@ import { RECORD_COLUMNS, quoteTable, tableNames, statementSuffix } from './table
 
 export { quoteTable };
 import { orphanedStepsCleanup } from './recovery-points.sql.js';
+import { ownedClaim } from './owned-claim.js';
 
 /** A row is stale (free to take over) when completed past its TTL, or in progress past its lease. */
 export const staleExpr = (alias: string) =>
@@ -136,7 +137,7 @@ UPDATE ${t} k
        response_body = $6::jsonb, transaction_id = $7, completed_at = clock_timestamp(),
        locked_until = NULL, expires_at = clock_timestamp() + make_interval(secs => $8),
        response_key_id = $9, response_digest = $10
- WHERE id = $1 AND owner_token = $2 AND status = 'in_progress'
+ WHERE ${ownedClaim()}
 ${COMPLETED_RETURNING}`,
     },
     /**
@@ -146,16 +147,16 @@ ${COMPLETED_RETURNING}`,
      */
     lockClaim: {
       name: `idem_lock_${suffix}`,
-      text: `SELECT id FROM ${t} WHERE id = $1 AND owner_token = $2 AND status = 'in_progress' FOR UPDATE`,
+      text: `SELECT id FROM ${t} WHERE ${ownedClaim()} FOR UPDATE`,
     },
     release: {
       name: `idem_release_${suffix}`,
-      text: `DELETE FROM ${t} WHERE id = $1 AND owner_token = $2 AND status = 'in_progress'`,
+      text: `DELETE FROM ${t} WHERE ${ownedClaim()}`,
     },
     renew: {
       name: `idem_renew_${suffix}`,
       text: `UPDATE ${t} SET locked_until = clock_timestamp() + make_interval(secs => $3)
- WHERE id = $1 AND owner_token = $2 AND status = 'in_progress'`,
+ WHERE ${ownedClaim()}`,
     },
     isolation: `SELECT current_setting('transaction_isolation') AS isolation`,
     /**

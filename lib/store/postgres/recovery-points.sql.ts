@@ -1,11 +1,12 @@
 import { quoteTable, statementSuffix } from './table-names.js';
 import { tableNames } from './table-names.js';
+import { ownedClaim } from './owned-claim.js';
 
 /** The statements of `ctx.step()`: both fenced by the claim's token, like every write of a run. */
 export function buildRecoveryPointStatements(tableName: string) {
   const { records: t, steps } = tableNames(tableName, quoteTable);
   const suffix = statementSuffix(tableName);
-  const owned = `k.id = $1 AND k.owner_token = $2 AND k.status = 'in_progress'`;
+  const owned = ownedClaim('k');
   return {
     /** Reads a committed step and counts the read as a resume, in one statement. */
     load: {
