@@ -1,6 +1,6 @@
 /**
  * A claim's row, fenced by its token, still in progress: `$1` the record id, `$2` the token.
- * Spelled `status <> 'completed'` (the table's CHECK allows only the two): `status =
+ * Spelled `(status = 'in_progress') IS TRUE`, which means the same: a plain `status =
  * 'in_progress'` matches the predicate of the partial index on in-progress rows, which is small,
  * so the planner scans it all (every claim in flight, and its dead versions until vacuum) and
  * filters by id, instead of one probe of the primary key. Under SERIALIZABLE that scan also
@@ -9,5 +9,5 @@
  */
 export function ownedClaim(alias?: string): string {
   const k = alias ? `${alias}.` : '';
-  return `${k}id = $1 AND ${k}owner_token = $2 AND ${k}status <> 'completed'`;
+  return `${k}id = $1 AND ${k}owner_token = $2 AND (${k}status = 'in_progress') IS TRUE`;
 }

@@ -287,13 +287,19 @@ export class PostgresIdempotencyStore<
   /**
    * BEGIN, the scope's advisory lock and the lookup, in one round trip; then the
    * transaction stays open for the handler (claimed), or is rolled back in the background.
+   */
+  claimInTransaction(req: ClaimRequest): Promise<TransactionalClaimOutcome<TManager>> {
+    return this.claimInNewTransaction(req, false);
+  }
+
+  /**
    * `again`: claimed once more in a new transaction, after the probe found a record committed
    * after the first one's snapshot (whose lookup shows it); refused again, it is SERIALIZABLE's
    * own conflict check (503, nothing ran).
    */
-  async claimInTransaction(
+  private async claimInNewTransaction(
     req: ClaimRequest,
-    again = false,
+    again: boolean,
   ): Promise<TransactionalClaimOutcome<TManager>> {
     const freeSlot = await this.slots.acquire();
     const client = await this.pool.connect().catch((err: Error) => {
@@ -340,10 +346,11 @@ export class PostgresIdempotencyStore<
       freeSlot();
       throw err;
     }
+    // No outcome: the probe found a race, and the transaction was rolled back.
     if (!outcome) {
       client.release();
       freeSlot();
-      return this.claimInTransaction(req, true);
+      return this.claimInNewTransaction(req, true);
     }
     if (outcome.type === 'claimed') {
       const single = singleCommitTransaction(this.bind, client, {
