@@ -16,8 +16,8 @@ export function buildSingleCommitStatements(tableName: string) {
      * lock before us (a commit is visible before its locks are released). `snapshot_held`: under
      * REPEATABLE READ or SERIALIZABLE this statement took the transaction's snapshot when it
      * started, before the lock, so the lookup may miss a commit of the last holder; the store
-     * then probes the scope's unique index (`probe`). `read_only`: the record could not be written at
-     * the end, so the handler must not run.
+     * then probes the scope's unique index (`probe`). `read_only`: the record could not be
+     * written at the end, so the handler must not run.
      */
     lock: {
       name: `idem_single_lock_${suffix}`,
