@@ -6,6 +6,10 @@
  *    restarted: does the row survive crash recovery, synchronous_commit on vs off?
  * 2. The claim alone, CLIENTS concurrent clients, alternating rounds: synchronous_commit on vs off,
  *    idx_<table>_created_at with vs without. PG_LEVERS_TRIALS, _STATEMENTS (per client), _ROUNDS.
+ * 3. PostgreSQL's share of a first call: the store's claim and completion against the raw floor's
+ *    (bench/variants/raw-statements.ts), one client, alternating rounds: backend CPU per first
+ *    call, and per statement pg_stat_statements' mean execution time and WAL bytes.
+ * PG_LEVERS_PARTS picks which (default 1,2,3).
  */
 import {
   execFileSync,
@@ -25,12 +29,14 @@ import { buildStatements } from '../lib/store/postgres/idempotency.sql.js';
 import { bound } from '../lib/store/postgres/pg-deadline.js';
 import { scopeLockKey } from '../lib/store/postgres/scope-lock.js';
 import { migrate } from '../migrations/migrate.js';
+import * as raw from './variants/raw-statements.js';
 
 const BIN = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';
 const TRIALS = Number(process.env.PG_LEVERS_TRIALS ?? 10);
 const PER_CLIENT = Number(process.env.PG_LEVERS_STATEMENTS ?? 2000);
 const ROUNDS = Number(process.env.PG_LEVERS_ROUNDS ?? 3);
 const CLIENTS = 4;
+const PARTS = (process.env.PG_LEVERS_PARTS ?? '1,2,3').split(',');
 const TABLE = 'idempotency_keys';
 const SQL = buildStatements(TABLE);
 const INDEX = `idx_${TABLE}_created_at`;
@@ -85,7 +91,7 @@ let running: string[] = [];
 
 async function start(settings: string[]): Promise<void> {
   running = settings;
-  const opts = ['-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dir}`]; // prettier-ignore
+  const opts = ['-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dir}`, '-c', 'shared_preload_libraries=pg_stat_statements']; // prettier-ignore
   for (const s of settings) opts.push('-c', s);
   const pgCtl = [`${BIN}/pg_ctl`, '-D', data, '-l', join(dir, 'log'), '-w', '-o', opts.join(' '), 'start']; // prettier-ignore
   const ids = owner ? [String(owner.uid), String(owner.gid)] : [];
@@ -195,6 +201,62 @@ async function compare(name: string, a: [string, () => Promise<Round>], b: typeo
   console.log(`${name} ${b[0]} / ${a[0]}: statements/s ×${(mb.perSec / ma.perSec).toFixed(2)}, p50 ×${(mb.p50 / ma.p50).toFixed(2)}, backend CPU ×${(mb.cpu / ma.cpu).toFixed(2)}\n`); // prettier-ignore
 }
 
+const BODY = JSON.stringify({ id: '1234567', amount: 100, status: 'succeeded' });
+const HEADERS = { 'content-type': 'application/json; charset=utf-8' };
+
+/** One first call's statements, as the store sends them (`module`) or the raw floor does (`raw`). */
+async function firstCall(c: pg.Client, variant: 'module' | 'raw', key: string): Promise<void> {
+  if (variant === 'raw') {
+    const { rows } = await c.query({ ...raw.CLAIM, values: [key, 'POST /payments', key.padEnd(64, '0')] }); // prettier-ignore
+    await c.query({ ...raw.COMPLETE, values: [rows[0].id, 201, Buffer.from(BODY)] });
+    return;
+  }
+  const claimed = claim(key);
+  const { rows } = await c.query(claimed);
+  const [id, token] = [rows[0].id, claimed.values[4]];
+  const { ttlSeconds } = IDEMPOTENCY_DEFAULTS;
+  await c.query(bound(SQL.complete, [id, token, 201, HEADERS, Buffer.from(BODY), BODY, null, ttlSeconds, null, null])); // prettier-ignore
+}
+
+type Share = { cpu: number; statements: Map<string, { us: number; wal: number }> };
+
+/** One round of PER_CLIENT first calls on one connection; pg_stat_statements reset before it. */
+async function shareRound(variant: 'module' | 'raw'): Promise<Share> {
+  const admin = await connect();
+  await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  await admin.query('CHECKPOINT');
+  const c = await connect();
+  const pid = (await c.query('SELECT pg_backend_pid() AS p')).rows[0].p as number;
+  await firstCall(c, variant, `warm-${randomUUID()}`);
+  await admin.query('SELECT pg_stat_statements_reset()');
+  const cpu0 = backendsCpu([pid]);
+  const prefix = randomUUID();
+  for (let n = 0; n < PER_CLIENT; n++) await firstCall(c, variant, `${prefix}-${n}`);
+  const cpu = (backendsCpu([pid]) - cpu0) / PER_CLIENT;
+  const { rows } = await admin.query(
+    `SELECT query, mean_exec_time * 1000 AS us, wal_bytes::float8 / calls AS wal
+       FROM pg_stat_statements WHERE calls = $1`,
+    [PER_CLIENT],
+  );
+  await Promise.all([admin, c].map((x) => x.end()));
+  const name = (q: string) => (q.trimStart().startsWith('UPDATE') ? 'completion' : 'claim');
+  return { cpu, statements: new Map(rows.map((r) => [name(r.query), { us: r.us, wal: r.wal }])) };
+}
+
+async function compareShares(): Promise<void> {
+  const results: Record<'module' | 'raw', Share[]> = { module: [], raw: [] };
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const variant of r % 2 ? (['module', 'raw'] as const) : (['raw', 'module'] as const)) {
+      const share = await shareRound(variant);
+      results[variant].push(share);
+      const parts = [...share.statements].map(([q, s]) => `${q} ${s.us.toFixed(1)} µs ${s.wal.toFixed(0)} WAL B`); // prettier-ignore
+      console.log(`  ${variant.padEnd(6)} round ${r + 1}: backend CPU ${share.cpu.toFixed(0)} µs/first call; ${parts.join('; ')}`); // prettier-ignore
+    }
+  }
+  const cpu = (v: 'module' | 'raw') => median(results[v].map((x) => x.cpu));
+  console.log(`backend CPU per first call, medians: raw ${cpu('raw').toFixed(0)} µs, module ${cpu('module').toFixed(0)} µs, ×${(cpu('module') / cpu('raw')).toFixed(2)}`); // prettier-ignore
+}
+
 process.once('SIGINT', () => {
   try {
     execFileSync(`${BIN}/pg_ctl`, ['-D', data, '-m', 'immediate', 'stop'], asPg);
@@ -212,22 +274,29 @@ try {
   console.log(`migrations applied: ${(await migrate(pool)).join(', ')}`);
   await pool.end();
 
-  // Interleaved; a trial restarts the cluster with its wal_writer_delay when it differs.
-  const cases = [['on', '10000ms'], ['off', '10000ms'], ['off', '200ms']] as const; // prettier-ignore
-  const survived = cases.map(() => 0);
-  for (let t = 0; t < TRIALS; t++) {
-    for (const [i, [sync, delay]] of cases.entries())
-      survived[i] += +(await crashTrial(sync, delay));
+  if (PARTS.includes('1')) {
+    // Interleaved; a trial restarts the cluster with its wal_writer_delay when it differs.
+    const cases = [['on', '10000ms'], ['off', '10000ms'], ['off', '200ms']] as const; // prettier-ignore
+    const survived = cases.map(() => 0);
+    for (let t = 0; t < TRIALS; t++) {
+      for (const [i, [sync, delay]] of cases.entries())
+        survived[i] += +(await crashTrial(sync, delay));
+    }
+    console.log(`\n1. crash loss (${TRIALS} trials each, acknowledged claim, SIGKILL of every process, restart):`); // prettier-ignore
+    for (const [i, [sync, delay]] of cases.entries()) {
+      console.log(`   synchronous_commit=${sync.padEnd(3)} wal_writer_delay=${delay.padEnd(7)}: ${survived[i]}/${TRIALS} claims survived`); // prettier-ignore
+    }
   }
-  console.log(`\n1. crash loss (${TRIALS} trials each, acknowledged claim, SIGKILL of every process, restart):`); // prettier-ignore
-  for (const [i, [sync, delay]] of cases.entries()) {
-    console.log(`   synchronous_commit=${sync.padEnd(3)} wal_writer_delay=${delay.padEnd(7)}: ${survived[i]}/${TRIALS} claims survived`); // prettier-ignore
-  }
-
   // The cluster now runs with wal_writer_delay=200ms, the default.
-  console.log(`\n2. claim statement, ${CLIENTS} clients x ${PER_CLIENT}, ${ROUNDS} alternating rounds:`); // prettier-ignore
-  await compare('sync', ['on', () => round('on', true)], ['off', () => round('off', true)]);
-  await compare('index', ['with', () => round('on', true)], ['without', () => round('on', false)]);
+  if (PARTS.includes('2')) {
+    console.log(`\n2. claim statement, ${CLIENTS} clients x ${PER_CLIENT}, ${ROUNDS} alternating rounds:`); // prettier-ignore
+    await compare('sync', ['on', () => round('on', true)], ['off', () => round('off', true)]);
+    await compare('index', ['with', () => round('on', true)], ['without', () => round('on', false)]); // prettier-ignore
+  }
+  if (PARTS.includes('3')) {
+    console.log(`\n3. a first call's statements, one client x ${PER_CLIENT}, ${ROUNDS} alternating rounds:`); // prettier-ignore
+    await compareShares();
+  }
   console.log(`load average at the end ${loadavg()[0].toFixed(1)}`);
 } finally {
   await stop().catch((err) => console.error(`pg_ctl stop: ${String(err)}`));
