@@ -110,6 +110,18 @@ describe('SERIALIZABLE (database default): concurrent transactional first calls 
         [route, refs],
       );
       expect(committed.map((r: { ref: string }) => r.ref).sort()).toEqual(created.sort());
+      // A refused request left its key free: sent again, alone, it runs and commits.
+      const refused = refs.filter((_, i) => statuses[i] !== 201);
+      for (const ref of refused) {
+        const again = await send(url, `/ser/${route}`, { key: ref, body: { ref } });
+        expect(again.status).toBe(201);
+        expect(again.headers['idempotent-replayed']).toBeUndefined();
+      }
+      const retried = await db.dataSource.query(
+        `SELECT count(*)::int AS n FROM ledger WHERE route = $1 AND ref = ANY($2)`,
+        [route, refused],
+      );
+      expect(retried[0].n).toBe(refused.length);
     },
   );
 });

@@ -36,6 +36,7 @@ import { underContention } from './claim-contention.js';
 import { buildSingleCommitStatements, type SingleCommitStatements } from './single-commit.sql.js';
 import { type SingleCommit, singleCommitTransaction } from './single-commit-transaction.js';
 import { pipelineWithin, settledValue } from './pg-pipeline.js';
+import { retryingSerialization } from './serialization-retry.js';
 import { committedAfterSnapshot, serializationFailure } from './snapshot-probe.js';
 import { withoutNames } from './unnamed-statements.js';
 import { readOnlyTransactionError } from './topology-check.js';
@@ -532,13 +533,15 @@ export class PostgresIdempotencyStore<
   }
 
   async release(lease: Lease): Promise<boolean> {
-    const { rowCount } = await this.pool.query(bound(this.sql.release, [lease.id, lease.token]));
+    const { rowCount } = await retryingSerialization(() =>
+      this.pool.query(bound(this.sql.release, [lease.id, lease.token])),
+    );
     return rowCount === 1;
   }
 
   async renew(lease: Lease, leaseSeconds: number): Promise<boolean> {
-    const { rowCount } = await this.pool.query(
-      bound(this.sql.renew, [lease.id, lease.token, leaseSeconds]),
+    const { rowCount } = await retryingSerialization(() =>
+      this.pool.query(bound(this.sql.renew, [lease.id, lease.token, leaseSeconds])),
     );
     return rowCount === 1;
   }
