@@ -162,7 +162,7 @@ export class PostgresIdempotencyStore<
     const steps = buildRecoveryPointStatements(tableName);
     this.steps = new PostgresRecoveryPoints(
       named ? steps : withoutNames(steps),
-      (config) => this.pool.query(config),
+      (config) => retryingSerialization(() => this.pool.query(config)),
       options.cipher ?? null,
     );
   }
@@ -455,7 +455,7 @@ export class PostgresIdempotencyStore<
             ...this.responseValues(c, kept),
           ]),
         )
-      : await this.on(
+      : await this.completeOwned(
           transaction,
           bound(this.sql.complete, [lease.id, lease.token, ...this.responseValues(c, kept)]),
         );
@@ -499,6 +499,16 @@ export class PostgresIdempotencyStore<
    * Runs a statement in the transaction's own pg client (so prepared statements are reused there
    * too), or on the pool; under the same deadline either way.
    */
+  /**
+   * Outside a transaction the completion is a transaction of its own, fenced by the token: sent
+   * again when refused as a serialization failure (a lease renewal committed after its snapshot,
+   * under REPEATABLE READ or SERIALIZABLE), instead of falling back to the bytes alone.
+   */
+  private completeOwned(transaction: Transaction<TManager> | undefined, config: QueryConfig) {
+    if (transaction) return this.on(transaction, config);
+    return retryingSerialization(() => this.pool.query(config));
+  }
+
   private on(transaction: Transaction<TManager> | undefined, config: QueryConfig) {
     const run = transaction && this.runners.get(transaction);
     return run ? run(config) : this.pool.query(config);
