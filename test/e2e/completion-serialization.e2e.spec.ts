@@ -5,7 +5,11 @@ import type { QueryRunner } from 'typeorm';
 import { Idempotent, IdempotencyModule } from '../../lib/index.js';
 import { send } from '../fixtures/http-client.js';
 import { listenApp } from '../fixtures/listen.js';
-import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+import {
+  createMigratedDatabase,
+  defaultIsolation,
+  type MigratedDatabase,
+} from '../fixtures/migrated-database.js';
 
 /**
  * REPEATABLE READ as the database's default: a completion outside a transaction is a transaction
@@ -21,9 +25,7 @@ describe('a completion refused as a serialization failure (REPEATABLE READ)', ()
 
   beforeAll(async () => {
     db = await createMigratedDatabase('completion_serialization');
-    await db.dataSource.query(
-      `ALTER DATABASE "${db.name}" SET default_transaction_isolation TO 'repeatable read'`,
-    );
+    await defaultIsolation(db, 'repeatable read');
     const dataSource = db.newDataSource();
     await dataSource.initialize();
     const other = db.newDataSource();
@@ -49,7 +51,7 @@ describe('a completion refused as a serialization failure (REPEATABLE READ)', ()
     @Controller('charges')
     class ChargesController {
       @Post()
-      @Idempotent({ transactionId: (body: { id?: string }) => body?.id })
+      @Idempotent({ transactionId: (body) => (body as { id?: string } | undefined)?.id })
       async charge(@Body() body: { key: string }) {
         await renewMeanwhile(body.key);
         return { id: `pay_${body.key}` };

@@ -16,7 +16,11 @@ import {
 import { bootError } from '../fixtures/boot-error.js';
 import { send } from '../fixtures/http-client.js';
 import { listenApp, type ListeningApp } from '../fixtures/listen.js';
-import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+import {
+  createMigratedDatabase,
+  defaultIsolation,
+  type MigratedDatabase,
+} from '../fixtures/migrated-database.js';
 import { Executions } from '../fixtures/payments.fixture.js';
 import { startPgBouncer, type PgBouncer } from '../fixtures/pgbouncer.js';
 
@@ -140,9 +144,7 @@ describe('behind PgBouncer 1.18', () => {
   });
 
   it('transaction pooling under REPEATABLE READ (the database default): every key runs once, no 503, in every mode', async () => {
-    await db.dataSource.query(
-      `ALTER DATABASE "${db.name}" SET default_transaction_isolation TO 'repeatable read'`,
-    );
+    await defaultIsolation(db, 'repeatable read');
     try {
       bouncer = await startPgBouncer({ poolMode: 'transaction', defaultPoolSize: 4 });
       const started = await startApp(bouncer.url(db.name), { preparedStatements: false });

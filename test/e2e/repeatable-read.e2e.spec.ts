@@ -9,7 +9,11 @@ import {
 } from '../../lib/index.js';
 import { send } from '../fixtures/http-client.js';
 import { listenApp } from '../fixtures/listen.js';
-import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+import {
+  createMigratedDatabase,
+  defaultIsolation,
+  type MigratedDatabase,
+} from '../fixtures/migrated-database.js';
 import { Executions } from '../fixtures/payments.fixture.js';
 import { insertExpiredRecord } from '../fixtures/expired-record.js';
 
@@ -37,9 +41,7 @@ async function widenSnapshotToLockWindow(db: MigratedDatabase) {
   await db.dataSource.query(
     `ALTER DATABASE "${db.name}" SET search_path TO slowlock, public, pg_catalog`,
   );
-  await db.dataSource.query(
-    `ALTER DATABASE "${db.name}" SET default_transaction_isolation TO 'repeatable read'`,
-  );
+  await defaultIsolation(db, 'repeatable read');
 }
 
 describe('REPEATABLE READ single-commit: a duplicate whose snapshot predates the holder’s commit', () => {

@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+import {
+  createMigratedDatabase,
+  defaultIsolation,
+  type MigratedDatabase,
+} from '../fixtures/migrated-database.js';
 import { send } from '../fixtures/http-client.js';
 import { listenApp } from '../fixtures/listen.js';
 import { startFixtureApp, type FixtureApp } from '../fixtures/payments.fixture.js';
@@ -234,9 +238,7 @@ describe('round-trip budget under REPEATABLE READ (default_transaction_isolation
 
   beforeAll(async () => {
     db = await createMigratedDatabase('roundtrips_rr');
-    await db.dataSource.query(
-      `ALTER DATABASE "${db.name}" SET default_transaction_isolation TO 'repeatable read'`,
-    );
+    await defaultIsolation(db, 'repeatable read');
     const appDataSource = db.newDataSource();
     await appDataSource.initialize();
     counts = countStatements(appDataSource, sent, pipelined);

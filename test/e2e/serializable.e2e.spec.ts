@@ -9,7 +9,11 @@ import {
 } from '../../lib/index.js';
 import { send } from '../fixtures/http-client.js';
 import { listenApp } from '../fixtures/listen.js';
-import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+import {
+  createMigratedDatabase,
+  defaultIsolation,
+  type MigratedDatabase,
+} from '../fixtures/migrated-database.js';
 import { Executions } from '../fixtures/payments.fixture.js';
 
 const FIRST_CALLS = 30;
@@ -29,9 +33,7 @@ describe('SERIALIZABLE (database default): concurrent transactional first calls 
 
   beforeAll(async () => {
     db = await createMigratedDatabase('settings_serializable');
-    await db.dataSource.query(
-      `ALTER DATABASE "${db.name}" SET default_transaction_isolation TO 'serializable'`,
-    );
+    await defaultIsolation(db, 'serializable');
     await db.dataSource.query(`CREATE TABLE ledger (route text NOT NULL, ref text NOT NULL)`);
     await db.dataSource.query(
       `INSERT INTO idempotency_keys (idempotency_key, endpoint, request_hash, status, status_code)

@@ -11,7 +11,11 @@ import {
 } from '../../lib/index.js';
 import { send } from '../fixtures/http-client.js';
 import { listenApp } from '../fixtures/listen.js';
-import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+import {
+  createMigratedDatabase,
+  defaultIsolation,
+  type MigratedDatabase,
+} from '../fixtures/migrated-database.js';
 import { Executions } from '../fixtures/payments.fixture.js';
 import { insertExpiredRecord } from '../fixtures/expired-record.js';
 
@@ -80,9 +84,7 @@ describe('REPEATABLE READ: concurrent duplicates taking over an expired record',
 
   beforeAll(async () => {
     db = await createMigratedDatabase('settings_rr');
-    await db.dataSource.query(
-      `ALTER DATABASE "${db.name}" SET default_transaction_isolation TO 'repeatable read'`,
-    );
+    await defaultIsolation(db, 'repeatable read');
     await db.dataSource.query(`CREATE TABLE ledger (ref text NOT NULL)`);
     ({ url, close } = await startApp(db, exec, ''));
   });

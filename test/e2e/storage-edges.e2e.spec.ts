@@ -19,7 +19,11 @@ import {
 } from '../../lib/index.js';
 import { send } from '../fixtures/http-client.js';
 import { listenApp } from '../fixtures/listen.js';
-import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+import {
+  createMigratedDatabase,
+  defaultIsolation,
+  type MigratedDatabase,
+} from '../fixtures/migrated-database.js';
 import { Executions, type Platform } from '../fixtures/payments.fixture.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -216,7 +220,7 @@ describe('transactional completion time (express)', () => {
   });
 });
 
-describe.each(['repeatable read', 'serializable'])(
+describe.each(['repeatable read', 'serializable'] as const)(
   'transactional mode under %s (express)',
   (isolation) => {
     let db: MigratedDatabase;
@@ -226,9 +230,7 @@ describe.each(['repeatable read', 'serializable'])(
 
     beforeAll(async () => {
       db = await createEdgesDatabase(`edges_iso`);
-      await db.dataSource.query(
-        `ALTER DATABASE "${db.name}" SET default_transaction_isolation TO '${isolation}'`,
-      );
+      await defaultIsolation(db, isolation);
       const dataSource = db.newDataSource();
       await dataSource.initialize();
       // A lease of 1 s is renewed every 333 ms: a handler of 1.5 s sees several renewals.
