@@ -496,10 +496,6 @@ export class PostgresIdempotencyStore<
   }
 
   /**
-   * Runs a statement in the transaction's own pg client (so prepared statements are reused there
-   * too), or on the pool; under the same deadline either way.
-   */
-  /**
    * Outside a transaction the completion is a transaction of its own, fenced by the token: sent
    * again when refused as a serialization failure (a lease renewal committed after its snapshot,
    * under REPEATABLE READ or SERIALIZABLE), instead of falling back to the bytes alone.
@@ -509,6 +505,10 @@ export class PostgresIdempotencyStore<
     return retryingSerialization(() => this.pool.query(config));
   }
 
+  /**
+   * Runs a statement in the transaction's own pg client (so prepared statements are reused there
+   * too), or on the pool; under the same deadline either way.
+   */
   private on(transaction: Transaction<TManager> | undefined, config: QueryConfig) {
     const run = transaction && this.runners.get(transaction);
     return run ? run(config) : this.pool.query(config);
