@@ -29,7 +29,7 @@ import {
 } from './outcome-completion.js';
 import { commitOutcomeUnknown } from './commit-outcome.js';
 import type { OutcomeCapture, UncapturableReason, WireResponse } from './handler-outcome.js';
-import { completeUntilStored, fallbackCompletions } from './completion-retry.js';
+import { completeUntilStored, fallbackCompletions, refusedByDatabase } from './completion-retry.js';
 import { LeaseHeartbeat } from './lease-heartbeat.js';
 import { openTransaction } from './transactional-routes.check.js';
 import { TransactionAbortedError } from '../store/transaction-aborted.error.js';
@@ -276,14 +276,16 @@ export class IdempotentExecution {
         return outcome;
       }
       this.logger.error?.(`Could not store the response of ${this.describe()}: ${err}`);
-      // Whatever the store refused, the bytes are what a retry needs: store them alone, else
-      // the status alone. Never delete the claim: a retry would run the operation again.
+      // Refused by the database: the bytes are what a retry needs, stored alone, else the status
+      // alone. Not answered (a lost connection, a failover): the same write first, so the record
+      // keeps its transaction id. Never delete the claim: a retry would run the operation again.
       const { store, lease, logger } = this;
       const retry = { store, lease, logger, leaseSeconds: this.options.leaseSeconds };
+      const fallbacks = fallbackCompletions(completion);
       telemetry.completionRetried();
       return completeUntilStored(
         { ...retry, describe: () => this.describe() },
-        fallbackCompletions(completion),
+        refusedByDatabase(err) ? fallbacks : [completion, ...fallbacks],
       );
     }
   }

@@ -128,6 +128,7 @@ describe('completion write fails after a successful handler (PostgreSQL cut off 
       expect(replay.body.equals(response.body)).toBe(true);
     }
     expect(f.exec.count('slow', key)).toBe(1);
+    return completed;
   }
 
   /** Sends the first request and waits until its handler runs. */
@@ -161,7 +162,10 @@ describe('completion write fails after a successful handler (PostgreSQL cut off 
     await proxy.restore();
     const restoredAt = performance.now();
 
-    await expectReplayedOnceWritten(failed);
+    const written = await expectReplayedOnceWritten(failed);
+    // Nothing refused the write (the connection was gone): the full completion was sent again,
+    // not the bytes alone, so the record keeps its queryable copy (and a transaction id).
+    expect(written.response_body).toEqual(response.json());
     console.log(
       `[completion-failure] proxy cut, lease ${LEASE_SECONDS} s, handler ${HANDLER_MS} ms: answered ${answeredAfterMs.toFixed(0)} ms after the cut; completion written in the background after the restore; replays, executions ${f.exec.count('slow', first.key)} (checked ${(performance.now() - restoredAt).toFixed(0)} ms after the restore)`,
     );
@@ -210,7 +214,9 @@ describe('completion write fails after a successful handler (PostgreSQL cut off 
     await sql(`UPDATE reliability_refused_completions SET lifted = true WHERE owner_token = $1`, [
       claimed.owner_token,
     ]);
-    await expectReplayedOnceWritten(failed);
+    const written = await expectReplayedOnceWritten(failed);
+    // Refused by the database: the bytes alone were written, without the derived copy.
+    expect(written.response_body).toBeNull();
     console.log(
       `[completion-failure] completion UPDATE refused for ${2 * LEASE_SECONDS} s (lease ${LEASE_SECONDS} s): ${conflicts} retries got 409; then completed in the background and replayed; executions ${f.exec.count('slow', first.key)}`,
     );
