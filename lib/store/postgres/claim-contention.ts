@@ -1,3 +1,5 @@
+import { SERIALIZATION_FAILURE } from './serialization-retry.js';
+
 /**
  * What a failed claim statement says about the key, when it says anything:
  * - `busy`: `lock_timeout` (55P03) fired while waiting on a row of the records table, that is on
@@ -16,7 +18,7 @@ export async function underContention<T extends object>(
   } catch (err) {
     const { code, where } = err as { code?: string; where?: string };
     if (code === '55P03' && / tuple /.test(where ?? '')) return 'busy';
-    if (code === '40001') return 'reread';
+    if (code === SERIALIZATION_FAILURE) return 'reread';
     throw err;
   }
 }

@@ -1,5 +1,7 @@
+/** SQLSTATE of a statement PostgreSQL refused for its serialization check (40001). */
+export const SERIALIZATION_FAILURE = '40001';
 /** The SQLSTATEs PostgreSQL answers with "The transaction might succeed if retried". */
-const RETRYABLE = new Set(['40001', '40P01']);
+const RETRYABLE = new Set([SERIALIZATION_FAILURE, '40P01']);
 const ATTEMPTS = 5;
 
 /**

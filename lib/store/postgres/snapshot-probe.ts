@@ -1,7 +1,6 @@
 import { type Queryable, type QueryConfig } from './pg-deadline.js';
 import { pipelineWithin, settledValue } from './pg-pipeline.js';
-
-const SERIALIZATION_FAILURE = '40001';
+import { SERIALIZATION_FAILURE } from './serialization-retry.js';
 
 /**
  * Whether a record of the scope was committed after the snapshot of the transaction on `client`
