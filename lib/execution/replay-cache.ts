@@ -2,6 +2,7 @@ import type { ReplayCacheLimits } from '../idempotency.defaults.js';
 import type { StoredResponse } from '../interfaces/idempotency-store.interface.js';
 
 interface Entry {
+  scopeKey: string;
   requestHash: string;
   recordId: string;
   expiresAt: Date;
@@ -12,6 +13,8 @@ interface Entry {
    */
   deadline: number;
   bytes: number;
+  older: Entry | undefined;
+  newer: Entry | undefined;
 }
 
 /**
@@ -19,11 +22,18 @@ interface Entry {
  * completed record never changes before its `expires_at` (only an expired record is taken over
  * or deleted), and entries die before that moment, measured from the database's own clock.
  * Least recently used entries go first.
+ *
+ * The recency order is a list through the entries themselves, not the Map's insertion order: once
+ * the cache is full every first call evicts one entry, and a Map iterator made per eviction walks
+ * the holes deleted entries leave at the start of V8's table (11 µs per first call at 10 000
+ * entries, 5 µs with the list), while one kept between evictions keeps every table the Map
+ * outgrew, with the responses in it, until it next moves.
  */
 export class ReplayCache {
   private readonly entries = new Map<string, Entry>();
   private bytes = 0;
-  private oldest: Iterator<[string, Entry]> | undefined;
+  private oldest: Entry | undefined;
+  private newest: Entry | undefined;
 
   /** `false`: a cache that keeps nothing (the `replayCache: false` option). */
   constructor(private readonly limits: ReplayCacheLimits | false) {}
@@ -37,12 +47,14 @@ export class ReplayCache {
     const entry = this.entries.get(scopeKey);
     if (!entry) return undefined;
     if (entry.deadline <= performance.now()) {
-      this.delete(scopeKey, entry);
+      this.delete(entry);
       return undefined;
     }
     if (entry.requestHash !== requestHash) return undefined;
-    this.entries.delete(scopeKey);
-    this.entries.set(scopeKey, entry);
+    if (entry !== this.newest) {
+      this.unlink(entry);
+      this.append(entry);
+    }
     return entry;
   }
 
@@ -59,50 +71,52 @@ export class ReplayCache {
     const lifeMs = Math.min(secondsLeft, limits.ttlSeconds) * 1000 - 1000;
     if (lifeMs <= 0) return;
     const old = this.entries.get(scopeKey);
-    if (old) this.delete(scopeKey, old);
-    this.entries.set(scopeKey, {
+    if (old) this.delete(old);
+    const entry: Entry = {
+      scopeKey,
       requestHash: value.requestHash,
       recordId: value.recordId,
       expiresAt: value.expiresAt,
       response: value.response,
       deadline: performance.now() + lifeMs,
       bytes,
-    });
+      older: undefined,
+      newer: undefined,
+    };
+    this.entries.set(scopeKey, entry);
+    this.append(entry);
     this.bytes += bytes;
-    while (!this.within(limits) && this.evictOldest());
-  }
-
-  /**
-   * Through one iterator kept between calls: a new one per call walks, every time, the holes that
-   * deleted entries leave at the start of the Map's table until it is rehashed (~7 µs per first
-   * call with 10 000 entries). A Map iterates in insertion order and sees entries added after it
-   * was made; every entry it has returned was deleted here, and `get` moves an entry by deleting
-   * and adding it, so the next entry it returns is always the least recently used.
-   */
-  private evictOldest(): boolean {
-    let next = this.oldest?.next();
-    if (!next || next.done) {
-      this.oldest = this.entries.entries();
-      next = this.oldest.next();
-      if (next.done) return false;
+    while (this.oldest && (this.entries.size > limits.maxEntries || this.bytes > limits.maxBytes)) {
+      this.delete(this.oldest);
     }
-    this.delete(next.value[0], next.value[1]);
-    return true;
-  }
-
-  private within(limits: ReplayCacheLimits): boolean {
-    return this.entries.size <= limits.maxEntries && this.bytes <= limits.maxBytes;
   }
 
   /** Forgets every entry (the server behind the store changed: they may not be there). */
   clear(): void {
     this.entries.clear();
-    this.oldest = undefined;
+    this.oldest = this.newest = undefined;
     this.bytes = 0;
   }
 
-  private delete(scopeKey: string, entry: Entry): void {
-    this.entries.delete(scopeKey);
+  private delete(entry: Entry): void {
+    this.entries.delete(entry.scopeKey);
+    this.unlink(entry);
     this.bytes -= entry.bytes;
+  }
+
+  private append(entry: Entry): void {
+    entry.older = this.newest;
+    entry.newer = undefined;
+    if (this.newest) this.newest.newer = entry;
+    else this.oldest = entry;
+    this.newest = entry;
+  }
+
+  private unlink(entry: Entry): void {
+    if (entry.older) entry.older.newer = entry.newer;
+    else this.oldest = entry.newer;
+    if (entry.newer) entry.newer.older = entry.older;
+    else this.newest = entry.older;
+    entry.older = entry.newer = undefined;
   }
 }

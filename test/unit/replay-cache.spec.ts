@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { ReplayCache } from '../../lib/execution/replay-cache.js';
 
-const put = (cache: ReplayCache, key: string, bytes = 1) =>
+const put = (cache: ReplayCache, key: string, bytes = 1, secondsLeft = 3600) =>
   cache.set(
     key,
     {
@@ -10,7 +10,7 @@ const put = (cache: ReplayCache, key: string, bytes = 1) =>
       expiresAt: new Date(),
       response: { statusCode: 201, headers: {}, body: Buffer.alloc(bytes) },
     },
-    3600,
+    secondsLeft,
   );
 
 /** A deterministic pseudo-random sequence, so a failure can be replayed. */
@@ -56,5 +56,16 @@ describe('ReplayCache eviction', () => {
     expect(['a', 'b', 'c', 'd', 'big'].filter((k) => cache.get(k, 'h'))).toEqual(['c', 'd', 'big']);
     put(cache, 'e', 400);
     expect(['c', 'd', 'big', 'e'].filter((k) => cache.get(k, 'h'))).toEqual(['big', 'e']);
+  });
+
+  it('gives back the bytes of entries that expired, so they do not push out live ones', async () => {
+    const cache = new ReplayCache({ maxEntries: 100, maxBytes: 800, ttlSeconds: 60 });
+    put(cache, 'x', 100, 1.01); // kept 10 ms: entries die a second before their record
+    put(cache, 'y', 100, 1.01);
+    await new Promise((r) => setTimeout(r, 30));
+    expect([cache.get('x', 'h'), cache.get('y', 'h')]).toEqual([undefined, undefined]);
+    put(cache, 'a', 100);
+    put(cache, 'b', 100);
+    expect(['a', 'b'].filter((k) => cache.get(k, 'h'))).toEqual(['a', 'b']);
   });
 });
