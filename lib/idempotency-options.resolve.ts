@@ -30,6 +30,19 @@ function cronExpression(name: string, value: string): string {
   return value;
 }
 
+/**
+ * A section (`cleanup`, `replayCache`) over its defaults. A field given as `undefined` keeps its
+ * default, as a top-level option does (`maxEntries: Number(env.X) || undefined`), instead of
+ * erasing it: an erased cache limit compared false against every size, and the cache grew forever.
+ */
+function withDefaults<T extends object>(defaults: T, given: Partial<T> | undefined): T {
+  const merged = { ...defaults };
+  for (const [name, value] of Object.entries(given ?? {})) {
+    if (value !== undefined) (merged as Record<string, unknown>)[name] = value;
+  }
+  return merged;
+}
+
 /** Merges user options over the defaults once, and rejects settings that cannot work. */
 export function resolveIdempotencyOptions(
   options: IdempotencyModuleOptions,
@@ -85,9 +98,9 @@ export function resolveIdempotencyOptions(
     getRpcKey: options.getRpcKey ?? d.getRpcKey,
     getRpcUserId: options.getRpcUserId ?? d.getRpcUserId,
     storeIf: options.storeIf ?? d.storeIf,
-    cleanup: { ...d.cleanup, ...options.cleanup },
+    cleanup: withDefaults(d.cleanup, options.cleanup),
     replayCache:
-      options.replayCache === false ? false : { ...d.replayCache, ...options.replayCache },
+      options.replayCache === false ? false : withDefaults(d.replayCache, options.replayCache),
     encryption: options.encryption === undefined ? null : new ResponseCipher(options.encryption),
     derivedKeySecret: derivedKeySecret(options.derivedKeySecret),
   };

@@ -77,4 +77,16 @@ describe('strict options', () => {
     ).not.toThrow();
     expect(() => resolve({ replayCache: { maxEntries: 0, ttlSeconds: 5 } })).not.toThrow();
   });
+
+  it('keeps the default of a section field given as undefined, as for a top-level option', () => {
+    const defaults = resolve({});
+    const given = resolve({
+      ttlSeconds: undefined,
+      replayCache: { maxEntries: undefined, maxBytes: undefined, ttlSeconds: undefined },
+      cleanup: { batchSize: undefined, retentionSeconds: undefined, cron: undefined },
+    });
+    expect(given.replayCache).toEqual(defaults.replayCache);
+    expect(given.cleanup).toEqual(defaults.cleanup);
+    expect(given.ttlSeconds).toBe(defaults.ttlSeconds);
+  });
 });
