@@ -71,8 +71,11 @@ export class IdempotencyCoordinator {
   cachedReplay(scope: IdempotencyScope, requestHash: string): Replay | undefined {
     const cacheKey = ReplayCache.scopeKey(scope.userId, scope.endpoint, scope.key);
     const cached = this.cache.get(cacheKey, requestHash);
-    if (cached) telemetry.replayFromCache(scope.endpoint);
-    return cached;
+    if (!cached) return undefined;
+    telemetry.replayFromCache(scope.endpoint);
+    // Not the entry itself: it links to other scopes' entries, and a replay is held until sent.
+    const { response, recordId, expiresAt } = cached;
+    return { response, recordId, expiresAt };
   }
 
   /**

@@ -91,8 +91,16 @@ export class ReplayCache {
     }
   }
 
-  /** Forgets every entry (the server behind the store changed: they may not be there). */
+  /**
+   * Forgets every entry (the server behind the store changed: they may not be there), unlinked,
+   * so an entry still referenced elsewhere does not keep the others alive.
+   */
   clear(): void {
+    for (let entry = this.oldest; entry;) {
+      const newer = entry.newer;
+      entry.older = entry.newer = undefined;
+      entry = newer;
+    }
     this.entries.clear();
     this.oldest = this.newest = undefined;
     this.bytes = 0;

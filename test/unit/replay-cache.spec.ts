@@ -13,12 +13,12 @@ const put = (cache: ReplayCache, key: string, bytes = 1, secondsLeft = 3600) =>
     secondsLeft,
   );
 
-/** A deterministic pseudo-random sequence, so a failure can be replayed. */
+/** A deterministic pseudo-random sequence, so a failure can be replayed (high bits: the low ones cycle). */
 function lcg(seed: number) {
   let x = seed;
   return (n: number) => {
     x = (x * 1103515245 + 12345) % 2 ** 31;
-    return x % n;
+    return Math.floor((x / 2 ** 31) * n);
   };
 }
 
@@ -29,6 +29,7 @@ describe('ReplayCache eviction', () => {
       const limit = 5;
       const cache = new ReplayCache({ maxEntries: limit, maxBytes: 1_000_000, ttlSeconds: 60 });
       let model: string[] = []; // least recently used first
+      let clears = 0;
       for (let step = 0; step < 20_000; step++) {
         const key = `k${random(12)}`;
         const op = random(100);
@@ -42,8 +43,10 @@ describe('ReplayCache eviction', () => {
         } else {
           cache.clear();
           model = [];
+          clears++;
         }
       }
+      expect(clears).toBeGreaterThan(100);
       const kept = Array.from({ length: 12 }, (_, i) => `k${i}`).filter((k) => model.includes(k));
       expect(kept.every((k) => cache.get(k, 'h') !== undefined)).toBe(true);
     }
@@ -67,5 +70,26 @@ describe('ReplayCache eviction', () => {
     put(cache, 'a', 100);
     put(cache, 'b', 100);
     expect(['a', 'b'].filter((k) => cache.get(k, 'h'))).toEqual(['a', 'b']);
+  });
+
+  it('after an entry expired and was stored again, counts it once', async () => {
+    const cache = new ReplayCache({ maxEntries: 100, maxBytes: 712, ttlSeconds: 60 });
+    put(cache, 'x', 100, 1.01);
+    await new Promise((r) => setTimeout(r, 30));
+    expect(cache.get('x', 'h')).toBeUndefined();
+    put(cache, 'x', 100);
+    put(cache, 'y', 100); // 356 bytes each: exactly the limit
+    expect(['x', 'y'].filter((k) => cache.get(k, 'h'))).toEqual(['x', 'y']);
+  });
+
+  it('starts over after clear(): its limits count only what was stored since', () => {
+    const cache = new ReplayCache({ maxEntries: 2, maxBytes: 712, ttlSeconds: 60 });
+    for (const k of ['a', 'b']) put(cache, k, 100);
+    cache.clear();
+    expect(['a', 'b'].filter((k) => cache.get(k, 'h'))).toEqual([]);
+    for (const k of ['c', 'd', 'e']) put(cache, k, 100);
+    expect(['c', 'd', 'e'].filter((k) => cache.get(k, 'h'))).toEqual(['d', 'e']);
+    put(cache, 'f', 100);
+    expect(['d', 'e', 'f'].filter((k) => cache.get(k, 'h'))).toEqual(['e', 'f']);
   });
 });
