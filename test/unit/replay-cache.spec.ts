@@ -13,7 +13,10 @@ const put = (cache: ReplayCache, key: string, bytes = 1, secondsLeft = 3600) =>
     secondsLeft,
   );
 
-/** A deterministic pseudo-random sequence, so a failure can be replayed (high bits: the low ones cycle). */
+/**
+ * A deterministic pseudo-random sequence, so a failure can be replayed. It takes the high bits:
+ * the low bits of this generator cycle, and with them the test once never cleared.
+ */
 function lcg(seed: number) {
   let x = seed;
   return (n: number) => {
