@@ -17,23 +17,16 @@ describe('retryingSerialization', () => {
     expect(sends).toBe(3);
   });
 
-  it('gives up after five sends, with the last refusal', async () => {
+  it.each([
+    ['gives up after five sends, with the last refusal', '40001', 5],
+    ['never sends again on any other error', '57P01', 1],
+  ])('%s', async (_title, code, expectedSends) => {
     let sends = 0;
     const attempt = retryingSerialization(async () => {
       sends++;
-      throw refused('40001');
+      throw refused(code);
     });
-    await expect(attempt).rejects.toThrow('refused 40001');
-    expect(sends).toBe(5);
-  });
-
-  it('never sends again on any other error', async () => {
-    let sends = 0;
-    const attempt = retryingSerialization(async () => {
-      sends++;
-      throw refused('57P01');
-    });
-    await expect(attempt).rejects.toThrow('refused 57P01');
-    expect(sends).toBe(1);
+    await expect(attempt).rejects.toThrow(`refused ${code}`);
+    expect(sends).toBe(expectedSends);
   });
 });
