@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 
 /**
  * SHA-256 over method, path and a canonical form of the selected request part: JSON with
@@ -16,7 +16,7 @@ export function fingerprintRequest(method: string, path: string, body: unknown):
   let text = head;
   if (typeof body === 'string') text += 's' + body;
   else if (body !== undefined) text += 'j' + canonicalJson(body);
-  return createHash('sha256').update(text).digest('hex');
+  return hash('sha256', text);
 }
 
 /** `canonicalJson`, without its work for the usual empty params and query (`{}`). */

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { IdempotencyScope } from '../../interfaces/idempotency-store.interface.js';
 
 /**
@@ -7,8 +7,8 @@ import type { IdempotencyScope } from '../../interfaces/idempotency-store.interf
  * the scope tries it, so a duplicate is refused at once instead of waiting on an uncommitted row.
  */
 export function scopeLockKey(tableName: string, scope: IdempotencyScope): string {
-  const digest = createHash('sha256')
-    .update(JSON.stringify([tableName, scope.key, scope.endpoint, scope.userId]))
-    .digest();
-  return digest.readBigInt64BE(0).toString();
+  // One-shot hash of the same bytes: the same key as createHash's (kept across versions, so
+  // instances of two releases still exclude each other), without a Hash object per claim.
+  const hex = hash('sha256', JSON.stringify([tableName, scope.key, scope.endpoint, scope.userId]));
+  return BigInt.asIntN(64, BigInt('0x' + hex.slice(0, 16))).toString();
 }
