@@ -16,6 +16,16 @@ function positive(name: string, value: number, min = Number.MIN_VALUE): number {
   return value;
 }
 
+/** `Retry-After` takes whole seconds only (RFC 9110 `delay-seconds = 1*DIGIT`). */
+function wholeSeconds(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new Error(
+      `nestjs-pg-idempotency: ${name} must be a whole number of seconds, at least 1 (it is sent in Retry-After), got ${describeValue(value)}`,
+    );
+  }
+  return value;
+}
+
 /** A bad expression would otherwise crash bootstrap later with the cron package's bare error. */
 function cronExpression(name: string, value: string): string {
   const check =
@@ -61,7 +71,7 @@ export function resolveIdempotencyOptions(
     headerName: (options.headerName ?? d.headerName).toLowerCase(),
     leaseSeconds: positive('leaseSeconds', options.leaseSeconds ?? d.leaseSeconds),
     maxHoldSeconds: positive('maxHoldSeconds', options.maxHoldSeconds ?? d.maxHoldSeconds),
-    retryAfterSeconds: positive(
+    retryAfterSeconds: wholeSeconds(
       'retryAfterSeconds',
       options.retryAfterSeconds ?? d.retryAfterSeconds,
     ),

@@ -23,7 +23,19 @@ export const Idempotent = (options: IdempotentOptions = {}) => {
   }
   checkIdempotentOptions(options);
   return applyDecorators(
-    SetMetadata(IDEMPOTENT_METADATA, options),
+    SetMetadata(IDEMPOTENT_METADATA, definedOnly(options)),
     UseInterceptors(IdempotencyInterceptor),
   );
 };
+
+/**
+ * The options without fields given as `undefined`, so a method's `{ ttlSeconds: env.X }` with
+ * `X` unset keeps its controller's value as an unset field does, instead of erasing it (a
+ * controller's `required: true` quietly turned off by `{ required: config.strict }`).
+ */
+function definedOnly(options: IdempotentOptions): IdempotentOptions {
+  const defined: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(options))
+    if (value !== undefined) defined[name] = value;
+  return defined as IdempotentOptions;
+}

@@ -79,6 +79,14 @@ describe('resolveIdempotencyOptions', () => {
       { cleanup: { retentionSeconds: -5 } },
       'cleanup.retentionSeconds must be a non-negative number, got -5',
     ],
+    [
+      { retryAfterSeconds: 1.5 },
+      'retryAfterSeconds must be a whole number of seconds, at least 1 (it is sent in Retry-After), got 1.5',
+    ],
+    [
+      { retryAfterSeconds: 0 },
+      'retryAfterSeconds must be a whole number of seconds, at least 1 (it is sent in Retry-After), got 0',
+    ],
   ])('names the option, the value and its type: %j', (bad, message) => {
     expect(() => resolveIdempotencyOptions({ dataSource, ...(bad as object) })).toThrow(
       `nestjs-pg-idempotency: ${message}`,
