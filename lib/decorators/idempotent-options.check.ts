@@ -7,6 +7,7 @@ import {
   type Rules,
 } from '../idempotency-options.check.js';
 import type { IdempotentOptions } from '../interfaces/idempotent-options.interface.js';
+import { characters, MAX_ENDPOINT_LENGTH } from '../request/scope-endpoint.js';
 
 // A ttlSeconds of 0 or less writes a record that is already expired: every retry runs again.
 const positiveSeconds = (v: unknown) =>
@@ -15,7 +16,12 @@ const positiveSeconds = (v: unknown) =>
 const ROUTE_OPTION_RULES: Rules<IdempotentOptions> = {
   ttlSeconds: positiveSeconds,
   required: flag,
-  endpoint: nonEmptyString,
+  // Stored as given: a longer name would make PostgreSQL refuse every claim (a 503 per request).
+  endpoint: (v) =>
+    nonEmptyString(v) ??
+    (characters(v as string) > MAX_ENDPOINT_LENGTH
+      ? `at most ${MAX_ENDPOINT_LENGTH} characters long (the width of the endpoint column)`
+      : undefined),
   transactionId: fn,
   transactional: oneOf(true, false, 'single'),
   // Checked by the decorator itself, with its own message.

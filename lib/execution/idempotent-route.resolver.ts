@@ -4,6 +4,7 @@ import {
   METHOD_METADATA,
   RESPONSE_PASSTHROUGH_METADATA,
   ROUTE_ARGS_METADATA,
+  VERSION_METADATA,
 } from '@nestjs/common/constants.js';
 import { type ExecutionContext, RequestMethod } from '@nestjs/common';
 import { IDEMPOTENT_METADATA } from '../idempotency-internal.constants.js';
@@ -22,6 +23,8 @@ export interface IdempotentRoute {
   ownsResponse: boolean;
   /** What Nest answers when the handler returns (`@HttpCode()`, else 201 for POST, else 200). */
   successStatus: number;
+  /** The handler's `@Version()` (or its controller's), as JSON; undefined when it declares none. */
+  version?: string;
 }
 
 type Handler = (...args: unknown[]) => unknown;
@@ -64,8 +67,23 @@ export class IdempotentRouteResolver {
       successStatus:
         Reflect.getMetadata(HTTP_CODE_METADATA, handler) ??
         (Reflect.getMetadata(METHOD_METADATA, handler) === RequestMethod.POST ? 201 : 200),
+      version: declaredVersion(cls, handler),
     };
   }
+}
+
+/**
+ * Header, media-type and custom versioning route one path to several handlers: the version is
+ * part of what a request asks for, so it goes into the fingerprint (`VERSION_NEUTRAL` by name).
+ */
+function declaredVersion(cls: object, handler: Handler): string | undefined {
+  const declared: unknown =
+    Reflect.getMetadata(VERSION_METADATA, handler) ?? Reflect.getMetadata(VERSION_METADATA, cls);
+  if (declared === undefined) return undefined;
+  const versions = (Array.isArray(declared) ? declared : [declared]).map((v) =>
+    typeof v === 'symbol' ? 'VERSION_NEUTRAL' : String(v),
+  );
+  return JSON.stringify(versions.sort());
 }
 
 /** Mirrors Nest's own test: a `@Res()`/`@Next()` parameter without passthrough. */

@@ -71,7 +71,8 @@ export class RequestScope {
   }
 
   /**
-   * SHA-256 over the route, its params, the parsed query, uploaded files and the selected body.
+   * SHA-256 over the route, its params, the parsed query, host params, the handler's version,
+   * uploaded files and the selected body.
    * Synchronous unless uploads must be read, so a cached replay awaits nothing.
    */
   fingerprint(
@@ -79,8 +80,9 @@ export class RequestScope {
     endpoint: string,
     selected: unknown,
     method: string = req.method,
+    version?: string,
   ): string | Promise<string> {
-    const target = this.logOnce(endpoint, () => requestTarget(req, method));
+    const target = this.logOnce(endpoint, () => requestTarget(req, method, version));
     if (typeof target === 'string') return fingerprintRequest(method, target, selected);
     return target.then((t) => fingerprintRequest(method, t, selected));
   }

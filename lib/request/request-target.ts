@@ -5,15 +5,24 @@ import { uploadedFiles } from './uploaded-files.js';
 
 /**
  * What the request addresses, as the router understood it: the route pattern, its params, the
- * parsed query (sorted keys) and the uploaded files. Spellings the router treats as one route
- * (`/payments/`, `/PAYMENTS`, `?b=2&a=1` vs `?a=1&b=2`) give the same target; other param values
- * do not. One line per part: canonical JSON never contains a raw newline.
+ * parsed query (sorted keys), the host's params (`@Controller({ host: ':tenant.example.com' })`),
+ * the handler's version and the uploaded files. Spellings the router treats as one route
+ * (`/payments/`, `/PAYMENTS`, `?b=2&a=1` vs `?a=1&b=2`) give the same target; other param values,
+ * hosts and versions do not. One line per part: canonical JSON never contains a raw newline. The
+ * host and version lines are left out when there are none, so other routes' hashes stay the same.
  */
 export function requestTarget(
   req: IdempotencyRequest,
   method: string = req.method,
+  version?: string,
 ): string | Promise<string> {
-  const target = `${routeEndpoint(req, method)}\n${canonicalJsonOfRecord(req.params)}\n${canonicalJsonOfRecord(req.query)}\n`;
+  let target = `${routeEndpoint(req, method)}\n${canonicalJsonOfRecord(req.params)}\n${canonicalJsonOfRecord(req.query)}\n`;
+  // Nest sets `req.hosts` (to `{}` at least) on every request of a host-bound controller.
+  if (req.hosts !== undefined) {
+    const hosts = canonicalJsonOfRecord(req.hosts);
+    if (hosts !== '{}') target += `host ${hosts}\n`;
+  }
+  if (version !== undefined) target += `version ${version}\n`;
   // Synchronous unless there are uploads to hash: a cached replay then needs no await at all.
   if (!req.file && !req.files) return target;
   return uploadedFiles(req).then(

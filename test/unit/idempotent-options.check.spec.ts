@@ -18,6 +18,10 @@ describe('@Idempotent() options', () => {
     [{ required: 'yes' }, 'required must be true or false, got string "yes"'],
     [{ transactional: 'Single' }, 'transactional must be one of true, false, "single"'],
     [{ endpoint: '' }, 'endpoint must be a non-empty string'],
+    [
+      { endpoint: 'e'.repeat(256) },
+      `endpoint must be at most 255 characters long (the width of the endpoint column), got string "${'e'.repeat(256)}"`,
+    ],
     [{ transactionId: 'id' }, 'transactionId must be a function'],
   ])('refuses %j when the controller loads, naming the option', (options, message) => {
     expect(() => Idempotent(options as IdempotentOptions)).toThrow(
@@ -30,6 +34,7 @@ describe('@Idempotent() options', () => {
     { ttlSeconds: 0.5, required: true, endpoint: 'charge', transactionId: () => 'x' },
     { transactional: 'single', storeResponse: 'digest' },
     { transactional: false, ttlSeconds: undefined },
+    { endpoint: 'e'.repeat(255) },
   ])('accepts %j', (options) => {
     expect(() => Idempotent(options)).not.toThrow();
   });

@@ -26,6 +26,16 @@ const file = (content: string, extra: object = {}) => ({
 });
 
 describe('requestTarget', () => {
+  it('adds host params and the version only when there are some, so other hashes stay the same', () => {
+    const plain = requestTarget(express());
+    expect(requestTarget({ ...express(), hosts: {} })).toBe(plain);
+    expect(requestTarget(express(), 'POST', undefined)).toBe(plain);
+    const acme = requestTarget({ ...express(), hosts: { tenant: 'acme' } });
+    expect(acme).toBe(`${plain}host {"tenant":"acme"}\n`);
+    expect(requestTarget({ ...express(), hosts: { tenant: 'evil' } })).not.toBe(acme);
+    expect(requestTarget(express(), 'POST', '["2"]')).toBe(`${plain}version ["2"]\n`);
+  });
+
   it('is the route pattern, params, parsed query and files: not the raw URL', async () => {
     expect(await requestTarget(express({ query: { b: '2', a: '1' } }))).toBe(
       'POST /payments/:id\n{"id":"p1"}\n{"a":"1","b":"2"}\n',

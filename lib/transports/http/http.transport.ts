@@ -8,6 +8,7 @@ import {
 } from '../../request/idempotency-key.parser.js';
 import type { Replay } from '../../execution/idempotency.coordinator.js';
 import { afterDecision, type RoutedCall } from '../../request/routed-call.js';
+import { scopeEndpoint } from '../../request/scope-endpoint.js';
 import type { IdempotentRoute } from '../../execution/idempotent-route.resolver.js';
 import {
   hasBody,
@@ -71,7 +72,7 @@ class HttpTransport implements TransportAdapter {
     }
     handled.add(req);
     const method = scopeMethod(context, req);
-    const endpoint = route.endpoint ?? routeEndpoint(req, method);
+    const endpoint = route.endpoint ?? scopeEndpoint(routeEndpoint(req, method));
     const userId = this.refusals.refusing(res, () => this.requests.userId(req, endpoint));
     const selected = options.fingerprint(req);
     if (selected === undefined && hasBody(req)) {
@@ -79,7 +80,7 @@ class HttpTransport implements TransportAdapter {
       throw this.refusals.problem(res, 415, ProblemCode.BodyUnreadable);
     }
     const hash = this.refusals.refusing(res, () =>
-      this.requests.fingerprint(req, endpoint, selected, method),
+      this.requests.fingerprint(req, endpoint, selected, method, route.version),
     );
     const scope = { key, endpoint, userId };
     if (typeof hash === 'string') {

@@ -15,6 +15,7 @@ import { InvalidIdempotencyKeyError } from '../../request/idempotency-key.parser
 import type { IdempotentRoute } from '../../execution/idempotent-route.resolver.js';
 import { RequestRefusedError } from '../../request/request-refused.error.js';
 import { RequestScope } from '../../request/request-scope.js';
+import { scopeEndpoint } from '../../request/scope-endpoint.js';
 import { keylessTransaction } from './keyless-transaction.js';
 import { captureValue } from './value-capture.js';
 import { UnencodableValueError } from './json-value.js';
@@ -77,7 +78,7 @@ export class ValueIdempotency {
       if (!(err instanceof InvalidIdempotencyKeyError)) throw err;
       throw await fail(400, ProblemCode.KeyInvalid, { detail: err.message });
     }
-    const endpoint = route.endpoint ?? request.endpoint;
+    const endpoint = route.endpoint ?? scopeEndpoint(request.endpoint);
     if (key === undefined) {
       if (route.required) throw await fail(400, ProblemCode.KeyMissing);
       if (!route.transactional) return { result: next.handle() };
