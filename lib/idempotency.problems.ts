@@ -51,6 +51,8 @@ export const NOT_REPLAYABLE_DETAILS = {
     'The operation for this key already ran, but its result could not be encoded for storage',
   unrecorded:
     'The operation for this key already ran, but its response could not be recorded; only its status was',
+  conditional:
+    'The operation for this key already ran and was answered 304 Not Modified (a conditional request), so its body was not stored',
 } as const;
 
 export interface ProblemOptions {

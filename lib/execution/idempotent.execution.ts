@@ -167,6 +167,7 @@ export class IdempotentExecution {
       return;
     }
     this.settle();
+    if (wire.statusCode === 304) return this.notModified();
     if (!this.stores(wire.statusCode, this.handlerError)) return this.discard('not stored');
     const outcome = completionOf(wire, this.route.storeResponse, this.options.maxResponseBytes);
     const { storable } = outcome;
@@ -177,6 +178,18 @@ export class IdempotentExecution {
     const record = await this.record(completing);
     if (record === 'rolled-back' || record === 'unknown') return this.rolledBack(record);
     if (record && storable) this.onStored(completing as StoredResponse, record);
+  }
+
+  /**
+   * The handler ran and the platform answered its response with `304` from the request's
+   * condition (Express's ETag freshness), without the body: recorded as run (rule (b)), never
+   * released for a second run. `storeIf` is asked about the status the handler produced.
+   */
+  private notModified(): Promise<WireResponse | void> {
+    if (!this.stores(this.route.successStatus, this.handlerError)) {
+      return this.discard('not stored');
+    }
+    return this.completeAnyway(304, 'conditional');
   }
 
   private handlerSettled(error: unknown, errored: boolean): void {

@@ -37,7 +37,14 @@ export interface StoredResponse {
    * encoded, or a completion write that failed (a store without a column for the reason may
    * read these back as `too_large`).
    */
-  omitted?: 'too_large' | 'digest' | 'undecryptable' | 'streamed' | 'unencodable' | 'unrecorded';
+  omitted?:
+    | 'too_large'
+    | 'digest'
+    | 'undecryptable'
+    | 'streamed'
+    | 'unencodable'
+    | 'unrecorded'
+    | 'conditional';
 }
 
 export type ClaimOutcome =

@@ -280,10 +280,11 @@ describe.each<Platform>(['express', 'fastify'])('the NestJS docs setups on %s', 
   });
 
   if (platform === 'express') {
-    it('never stores a 304: the same key without the condition gets the full response', async () => {
+    it('completes the key on a 304 without a body: the handler ran, so a retry never runs it again', async () => {
       const probe = await send(url, '/docs/quote', { method: 'GET' });
       const etag = String(probe.headers.etag);
       expect(etag).toMatch(/^W\//);
+      const runsBefore = exec.count('quote');
       const key = randomUUID();
       const conditional = await send(url, '/docs/quote', {
         method: 'GET',
@@ -291,10 +292,18 @@ describe.each<Platform>(['express', 'fastify'])('the NestJS docs setups on %s', 
         headers: [['If-None-Match', etag]],
       });
       expect(conditional.status).toBe(304);
-      expect(await record(key)).toBeUndefined();
+      expect(await record(key)).toMatchObject({
+        status: 'completed',
+        status_code: 304,
+        response_raw: null,
+      });
       const unconditional = await send(url, '/docs/quote', { method: 'GET', key });
-      expect(unconditional.status).toBe(200);
-      expect(unconditional.json()).toEqual({ price: 42 });
+      expect(unconditional.status).toBe(409);
+      expect(unconditional.json()).toMatchObject({
+        code: 'idempotency_response_not_replayable',
+        original_status: 304,
+      });
+      expect(exec.count('quote')).toBe(runsBefore + 1);
     });
   }
 });
