@@ -168,7 +168,8 @@ export class IdempotentExecution {
     }
     this.settle();
     if (wire.statusCode === 304) return this.notModified();
-    if (!this.stores(wire.statusCode, this.handlerError)) return this.discard('not stored');
+    if (!this.options.storeIf(wire.statusCode, this.handlerError))
+      return this.discard('not stored');
     const outcome = completionOf(wire, this.route.storeResponse, this.options.maxResponseBytes);
     const { storable } = outcome;
     const completing = {
@@ -181,14 +182,12 @@ export class IdempotentExecution {
   }
 
   /**
-   * The handler ran and the platform answered its response with `304` from the request's
-   * condition (Express's ETag freshness), without the body: recorded as run (rule (b)), never
-   * released for a second run. `storeIf` is asked about the status the handler produced.
+   * The handler ran and its response went out as a `304` without a body (Express's ETag
+   * freshness, `@fastify/etag`, `@HttpCode(304)`): recorded as run (rule (b)), not released for
+   * a second run unless `storeIf` says so about the 304, the status the client received.
    */
   private notModified(): Promise<WireResponse | void> {
-    if (!this.stores(this.route.successStatus, this.handlerError)) {
-      return this.discard('not stored');
-    }
+    if (!this.options.storeIf(304, this.handlerError)) return this.discard('not stored');
     return this.completeAnyway(304, 'conditional');
   }
 
@@ -203,7 +202,7 @@ export class IdempotentExecution {
         ? error.getStatus()
         : 500;
     this.settle();
-    if (!this.stores(status, this.handlerError)) {
+    if (!this.options.storeIf(status, this.handlerError)) {
       void this.discard(`its handler failed (${status}) after an early response`);
       return;
     }
@@ -221,7 +220,7 @@ export class IdempotentExecution {
   ): Promise<WireResponse | void> {
     if (this.done) return;
     this.settle();
-    if (!this.stores(status, this.handlerError)) return this.discard('not stored');
+    if (!this.options.storeIf(status, this.handlerError)) return this.discard('not stored');
     this.logger.warn?.(`${this.describe()}: response ${reason}; stored its status only`);
     return this.completeAnyway(status, reason);
   }
@@ -252,10 +251,6 @@ export class IdempotentExecution {
   private settle(): void {
     this.done = true;
     this.heartbeat.stop();
-  }
-
-  private stores(status: number, error: unknown): boolean {
-    return status !== 304 && this.options.storeIf(status, error);
   }
 
   private async discard(reason: string): Promise<void> {

@@ -150,15 +150,16 @@ export interface IdempotencyModuleOptions {
   /**
    * Which outcomes are stored and replayed. Everything else releases the key so a retry runs again.
    * `status` is the one the client receives (after the app's exception filters), so a domain error
-   * a filter maps to 402 is kept like an `HttpException(402)`. A `304` (a conditional request) is
-   * asked as the handler's own status (200): kept, it completes the key without a body.
+   * a filter maps to 402 is kept like an `HttpException(402)`. A `304` (a conditional request
+   * answered from an ETag) is asked as 304: kept, as by default, it completes the key without a
+   * body, and retries get `409 idempotency_response_not_replayable`.
    * @default (status) => status < 500 && status !== 400 && status !== 422
    * @example (status) => status < 500 // also keep validation errors
    */
   storeIf?: StoreIfFn;
   /**
    * What of the body goes into the SHA-256 fingerprint. The method, route pattern, route params,
-   * parsed query, host params, the handler's version and uploaded files (multer's
+   * parsed query, host name (host-param routes), the handler's version and uploaded files (multer's
    * `req.file`/`req.files`) are always in it.
    * @default (req) => req.body
    * @example (req) => ({ amount: req.body.amount, currency: req.body.currency })

@@ -5,7 +5,7 @@ import { uploadedFiles } from './uploaded-files.js';
 
 /**
  * What the request addresses, as the router understood it: the route pattern, its params, the
- * parsed query (sorted keys), the host's params (`@Controller({ host: ':tenant.example.com' })`),
+ * parsed query (sorted keys), the host name where it has params (`@Controller({ host: ':tenant.example.com' })`),
  * the handler's version and the uploaded files. Spellings the router treats as one route
  * (`/payments/`, `/PAYMENTS`, `?b=2&a=1` vs `?a=1&b=2`) give the same target; other param values,
  * hosts and versions do not. One line per part: canonical JSON never contains a raw newline. The
@@ -17,10 +17,11 @@ export function requestTarget(
   version?: string,
 ): string | Promise<string> {
   let target = `${routeEndpoint(req, method)}\n${canonicalJsonOfRecord(req.params)}\n${canonicalJsonOfRecord(req.query)}\n`;
-  // Nest sets `req.hosts` (to `{}` at least) on every request of a host-bound controller.
-  if (req.hosts !== undefined) {
-    const hosts = canonicalJsonOfRecord(req.hosts);
-    if (hosts !== '{}') target += `host ${hosts}\n`;
+  // Nest sets `req.hosts` (to `{}` at least) on every request of a host-bound controller. The
+  // host name, which Nest matched (case-insensitively), not its params: with several patterns
+  // (`[':tenant.a.com', ':tenant.b.com']`) x.a.com and x.b.com give the same params.
+  if (req.hosts !== undefined && canonicalJsonOfRecord(req.hosts) !== '{}') {
+    target += `host ${JSON.stringify(String(req.hostname ?? '').toLowerCase())}\n`;
   }
   if (version !== undefined) target += `version ${version}\n`;
   // Synchronous unless there are uploads to hash: a cached replay then needs no await at all.

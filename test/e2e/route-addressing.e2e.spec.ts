@@ -2,7 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
   Body,
   Controller,
+  Get,
+  Headers,
   HostParam,
+  HttpCode,
   type INestApplication,
   Module,
   Post,
@@ -29,6 +32,26 @@ function controllers(exec: Executions) {
     @Idempotent()
     charge(@HostParam('tenant') tenant: string, @Body() body: { amount: number }) {
       return { tenant, amount: body.amount, run: exec.hit('tenant', tenant) };
+    }
+  }
+
+  @Controller({ host: [':tenant.a.example', ':tenant.b.example'], path: 'multi-host' })
+  class MultiHostController {
+    @Post()
+    @Idempotent()
+    charge(@Headers('host') host: string) {
+      return { host, run: exec.hit('multi', host) };
+    }
+  }
+
+  @Controller('not-modified')
+  class NotModifiedController {
+    @Get()
+    @HttpCode(304)
+    @Idempotent()
+    check() {
+      exec.hit('304');
+      return '';
     }
   }
 
@@ -69,7 +92,14 @@ function controllers(exec: Executions) {
     }
   }
 
-  return [TenantController, VersionedController, LongController, RefundsController];
+  return [
+    TenantController,
+    MultiHostController,
+    NotModifiedController,
+    VersionedController,
+    LongController,
+    RefundsController,
+  ];
 }
 
 interface Answer {
@@ -79,15 +109,21 @@ interface Answer {
 }
 
 /** A POST with the given Host (fetch may not set it). */
-function post(url: string, path: string, headers: Record<string, string>, body: unknown) {
-  const payload = JSON.stringify(body);
+function post(
+  url: string,
+  path: string,
+  headers: Record<string, string>,
+  body: unknown,
+  method = 'POST',
+) {
+  const payload = body === undefined ? '' : JSON.stringify(body);
   return new Promise<Answer>((resolve, reject) => {
     const req = httpRequest(
       new URL(path, url),
       {
-        method: 'POST',
+        method,
         headers: {
-          'content-type': 'application/json',
+          ...(payload ? { 'content-type': 'application/json' } : {}),
           'content-length': String(Buffer.byteLength(payload)),
           ...headers,
         },
@@ -166,6 +202,39 @@ describe.each<Platform>(['express', 'fastify'])('what a request addresses, on %s
     expect(again.body).toBe(acme.body);
     expect(exec.count('tenant', 'acme')).toBe(1);
     expect(exec.count('tenant', 'evil')).toBe(0);
+  });
+
+  it('tells two host patterns with the same params apart by the host name', async () => {
+    const key = randomUUID();
+    const a = await post(url, '/multi-host', { host: 'x.a.example', 'idempotency-key': key }, {});
+    expect(a.status).toBe(201);
+    const b = await post(url, '/multi-host', { host: 'x.b.example', 'idempotency-key': key }, {});
+    expect(b.status).toBe(409);
+    expect(b.body).not.toContain('x.a.example');
+    // The host name as Nest matches it: case does not make another request.
+    const upper = await post(
+      url,
+      '/multi-host',
+      { host: 'X.A.example', 'idempotency-key': key },
+      {},
+    );
+    expect(upper.headers['idempotent-replayed']).toBe('true');
+    expect(upper.body).toBe(a.body);
+    expect(exec.count('multi', 'x.a.example')).toBe(1);
+    expect(exec.count('multi', 'x.b.example')).toBe(0);
+  });
+
+  it('completes the key of a handler answered 304 (@HttpCode(304)): it never runs twice', async () => {
+    const key = randomUUID();
+    const first = await post(url, '/not-modified', { 'idempotency-key': key }, undefined, 'GET');
+    expect(first.status).toBe(304);
+    const again = await post(url, '/not-modified', { 'idempotency-key': key }, undefined, 'GET');
+    expect(again.status).toBe(409);
+    expect(JSON.parse(again.body)).toMatchObject({
+      code: 'idempotency_response_not_replayable',
+      original_status: 304,
+    });
+    expect(exec.count('304')).toBe(1);
   });
 
   it('never answers a version 2 request with version 1 of the same path: the version is hashed', async () => {

@@ -26,13 +26,16 @@ const file = (content: string, extra: object = {}) => ({
 });
 
 describe('requestTarget', () => {
-  it('adds host params and the version only when there are some, so other hashes stay the same', () => {
+  it('adds the host name and the version only when there are some, so other hashes stay the same', () => {
     const plain = requestTarget(express());
-    expect(requestTarget({ ...express(), hosts: {} })).toBe(plain);
+    expect(requestTarget({ ...express(), hosts: {}, hostname: 'a.com' })).toBe(plain);
     expect(requestTarget(express(), 'POST', undefined)).toBe(plain);
-    const acme = requestTarget({ ...express(), hosts: { tenant: 'acme' } });
-    expect(acme).toBe(`${plain}host {"tenant":"acme"}\n`);
-    expect(requestTarget({ ...express(), hosts: { tenant: 'evil' } })).not.toBe(acme);
+    const acme = requestTarget({ ...express(), hosts: { t: 'acme' }, hostname: 'ACME.a.com' });
+    expect(acme).toBe(`${plain}host "acme.a.com"\n`);
+    // Two host patterns may give the same params: the name Nest matched tells them apart.
+    expect(requestTarget({ ...express(), hosts: { t: 'acme' }, hostname: 'acme.b.com' })).not.toBe(
+      acme,
+    );
     expect(requestTarget(express(), 'POST', '["2"]')).toBe(`${plain}version ["2"]\n`);
   });
 
