@@ -73,8 +73,9 @@ export class IdempotentRouteResolver {
 }
 
 /**
- * Header, media-type and custom versioning route one path to several handlers: the version is
- * part of what a request asks for, so it goes into the fingerprint (`VERSION_NEUTRAL` by name).
+ * Header, media-type and custom versioning route one path to several handlers: the versions the
+ * handler declares go into the fingerprint (`VERSION_NEUTRAL` by name), so a key used on one
+ * handler is refused on another. A handler declaring several versions is one route.
  */
 function declaredVersion(cls: object, handler: Handler): string | undefined {
   const declared: unknown =

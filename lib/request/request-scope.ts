@@ -71,8 +71,8 @@ export class RequestScope {
   }
 
   /**
-   * SHA-256 over the route, its params, the parsed query, host params, the handler's version,
-   * uploaded files and the selected body.
+   * SHA-256 over the route, its params, the parsed query, the host name of a host-param route,
+   * the handler's version, uploaded files and the selected body.
    * Synchronous unless uploads must be read, so a cached replay awaits nothing.
    */
   fingerprint(

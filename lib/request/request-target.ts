@@ -5,11 +5,12 @@ import { uploadedFiles } from './uploaded-files.js';
 
 /**
  * What the request addresses, as the router understood it: the route pattern, its params, the
- * parsed query (sorted keys), the host name where it has params (`@Controller({ host: ':tenant.example.com' })`),
- * the handler's version and the uploaded files. Spellings the router treats as one route
- * (`/payments/`, `/PAYMENTS`, `?b=2&a=1` vs `?a=1&b=2`) give the same target; other param values,
- * hosts and versions do not. One line per part: canonical JSON never contains a raw newline. The
- * host and version lines are left out when there are none, so other routes' hashes stay the same.
+ * parsed query (sorted keys), the host name of a host-param route
+ * (`@Controller({ host: ':tenant.example.com' })`), the handler's version and the uploaded files.
+ * Spellings the router treats as one route (`/payments/`, `/PAYMENTS`, `?b=2&a=1` vs `?a=1&b=2`)
+ * give the same target; other param values, hosts and versions do not. One line per part:
+ * canonical JSON never contains a raw newline. The host and version lines are left out when there
+ * are none, so other routes' hashes stay what they were.
  */
 export function requestTarget(
   req: IdempotencyRequest,
