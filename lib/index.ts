@@ -14,6 +14,7 @@ export type * from './interfaces/transaction-adapter.interface.js';
 export type { IdempotencyPool } from './interfaces/idempotency-pool.interface.js';
 export { migrate, type MigrateOptions, type MigrationPool } from '../migrations/migrate.js';
 export { TransactionAbortedError } from './store/transaction-aborted.error.js';
+export { RecoveryPointError } from './recovery/recovery-point.error.js';
 export {
   IDEMPOTENCY_STORE,
   REPLAYED_HEADER,

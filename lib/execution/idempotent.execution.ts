@@ -29,6 +29,7 @@ import {
 } from './outcome-completion.js';
 import { commitOutcomeUnknown } from './commit-outcome.js';
 import type { OutcomeCapture, UncapturableReason, WireResponse } from './handler-outcome.js';
+import { RecoveryPointError } from '../recovery/recovery-point.error.js';
 import { completeUntilStored, fallbackCompletions, refusedByDatabase } from './completion-retry.js';
 import { LeaseHeartbeat } from './lease-heartbeat.js';
 import { openTransaction } from './transactional-routes.check.js';
@@ -150,7 +151,22 @@ export class IdempotentExecution {
   private async failed(): Promise<void> {
     if (this.done) return;
     this.settle();
+    if (this.handlerError instanceof RecoveryPointError) return void this.keptForResume();
     await this.discard('its handler failed');
+  }
+
+  /**
+   * A step that ran, or may have, could not be read or recorded: the key is neither freed nor
+   * completed. Its claim lapses with its lease, and a retry then resumes it with its steps.
+   */
+  private keptForResume(): WireResponse {
+    const err = this.handlerError as RecoveryPointError;
+    this.logger.error?.(`${this.describe()} kept in progress until its lease ends: ${err.message}`);
+    const wait = Math.max(1, Math.ceil(this.options.leaseSeconds));
+    return rolledBackResponse(
+      wait,
+      `A step of the operation could not be read or recorded; retry with the same key after ${wait} seconds, when it resumes`,
+    );
   }
 
   private async responded(req: object, wire: WireResponse): Promise<WireResponse | void> {
@@ -167,6 +183,7 @@ export class IdempotentExecution {
       return;
     }
     this.settle();
+    if (this.handlerError instanceof RecoveryPointError) return this.keptForResume();
     if (wire.statusCode === 304) return this.notModified();
     if (!this.options.storeIf(wire.statusCode, this.handlerError))
       return this.discard('not stored');
@@ -202,6 +219,7 @@ export class IdempotentExecution {
         ? error.getStatus()
         : 500;
     this.settle();
+    if (this.handlerError instanceof RecoveryPointError) return void this.keptForResume();
     if (!this.options.storeIf(status, this.handlerError)) {
       void this.discard(`its handler failed (${status}) after an early response`);
       return;

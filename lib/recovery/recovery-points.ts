@@ -5,6 +5,7 @@ import type {
   Lease,
 } from '../interfaces/idempotency-store.interface.js';
 import { checkStepName, deriveKey } from './derived-key.js';
+import { RecoveryPointError } from './recovery-point.error.js';
 
 const fail = (message: string): never => {
   throw new Error(`nestjs-pg-idempotency: ${message}`);
@@ -65,12 +66,26 @@ export class RecoveryPoints {
   }
 
   private async runOnce(name: string, fn: () => unknown): Promise<string> {
-    const stored = await this.store.loadStep!(this.lease, name);
-    if (stored !== null) return stored;
+    const stored = await this.store.loadStep!(this.lease, name).catch((err: unknown) => {
+      throw new RecoveryPointError(name, err);
+    });
+    if (stored !== null) {
+      try {
+        JSON.parse(stored);
+      } catch (err) {
+        throw new RecoveryPointError(name, err);
+      }
+      return stored;
+    }
+    // The step's own error is the handler's: it frees the key like any other.
     const text = JSON.stringify(await fn()) ?? 'null';
-    if (!(await this.store.saveStep!(this.lease, name, text))) {
-      fail(
-        `the recovery point of step ${JSON.stringify(name)} was not committed: the claim was lost (its lease ended and another run took it over)`,
+    const saved = await this.store.saveStep!(this.lease, name, text).catch((err: unknown) => {
+      throw new RecoveryPointError(name, err);
+    });
+    if (!saved) {
+      throw new RecoveryPointError(
+        name,
+        new Error('the claim was lost (its lease ended and another run took it over)'),
       );
     }
     return text;

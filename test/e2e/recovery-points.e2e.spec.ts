@@ -145,6 +145,42 @@ describe.each(['plaintext', 'encrypted'] as const)('recovery points over HTTP (%
     ]);
   });
 
+  it('never frees the key when a committed step cannot be read: the charge is not made again', async () => {
+    const key = randomUUID();
+    const body = { amount: 4242 };
+    const calls = processor.calls;
+    const first = gate();
+    gates.push(first.opened);
+    const abandoned = send(a.url, '/charges', { key, body });
+    await stepsCommitted(db.dataSource, key);
+    await endLease(db.dataSource, key);
+    // A row changed in SQL: sealed, it no longer authenticates; in plaintext, it is no JSON.
+    const flip = `UPDATE idempotency_keys_steps s SET result = set_byte(result, 0, get_byte(result, 0) # 255)
+        FROM idempotency_keys k WHERE k.id = s.record_id AND k.idempotency_key = $1`;
+    await db.dataSource.query(flip, [key]);
+
+    const unreadable = await send(b.url, '/charges', { key, body });
+    expect(unreadable.status).toBe(503);
+    expect(unreadable.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(unreadable.json()).toMatchObject({ code: 'idempotency_store_unavailable' });
+    expect(Number(unreadable.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(processor.calls).toBe(calls + 1);
+    // Kept, not freed: a retry meets the claim until its lease ends, never a fresh run.
+    expect((await send(a.url, '/charges', { key, body })).status).toBe(409);
+    const [record] = await db.records('idempotency_key = $1', [key]);
+    expect(record.status).toBe('in_progress');
+
+    // Mended (the row restored, as a key put back in the configuration would): the run resumes.
+    await db.dataSource.query(flip, [key]);
+    await endLease(db.dataSource, key);
+    const resumed = await send(b.url, '/charges', { key, body });
+    expect(resumed.status).toBe(201);
+    expect(resumed.json()).toMatchObject({ charge: { id: `ch_${calls + 1}`, amount: 4242 } });
+    expect(processor.calls).toBe(calls + 1);
+    first.open();
+    await abandoned;
+  });
+
   it('cleanup deletes recovery points whose record is gone, never those of a live record', async () => {
     const key = randomUUID();
     expect((await send(a.url, '/charges', { key, body: { amount: 1 } })).status).toBe(201);

@@ -1,0 +1,18 @@
+/**
+ * A recovery point could not be read or recorded: PostgreSQL did not answer, a sealed result does
+ * not open (a key removed from `encryption`, a row changed in SQL), or the claim was taken over.
+ * The step may have run in this run or an earlier one, so the key is never freed for a run that
+ * calls it again: the claim is kept until its lease ends, and a retry then resumes the record
+ * with its steps, or meets the same error until the cause is mended.
+ */
+export class RecoveryPointError extends Error {
+  constructor(
+    readonly step: string,
+    cause: unknown,
+  ) {
+    super(
+      `nestjs-pg-idempotency: the recovery point of step ${JSON.stringify(step)} could not be read or recorded: ${(cause as Error)?.message ?? String(cause)}`,
+      { cause },
+    );
+  }
+}
