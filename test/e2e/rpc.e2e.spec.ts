@@ -11,7 +11,7 @@ import {
 } from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
-import { firstValueFrom } from 'rxjs';
+import { firstValueFrom, from, toArray } from 'rxjs';
 import { Idempotent, IdempotencyModule, ProblemCode } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { sendTcpMessage } from '../fixtures/tcp-message.js';
@@ -45,6 +45,14 @@ class PaymentsHandler {
   unencodable(@Payload() data: { kind: 'bigint' | 'cycle' }) {
     runs++;
     return data.kind === 'bigint' ? { amount: 10n ** 20n } : cycle();
+  }
+
+  /** A stream of values: the caller gets each of them. */
+  @MessagePattern('payments.stream')
+  @Idempotent()
+  stream(@Payload() data: { amount: number }) {
+    runs++;
+    return from([1, 2, 3].map((part) => ({ part, amount: data.amount })));
   }
 
   @MessagePattern('payments.header')
@@ -119,6 +127,18 @@ describe('@Idempotent() on microservice (TCP) message handlers', () => {
     expect(runs).toBe(before + 1);
     const [row] = await db.records('idempotency_key = $1', [idempotencyKey]);
     expect(row).toMatchObject({ endpoint: 'RPC payments.create', status: 'completed' });
+  });
+
+  it('passes every value of a stream on, and completes its key without a response', async () => {
+    const before = runs;
+    const idempotencyKey = randomUUID();
+    const values = await firstValueFrom(
+      client.send('payments.stream', { amount: 5, idempotencyKey }).pipe(toArray()),
+    );
+    expect(values).toEqual([1, 2, 3].map((part) => ({ part, amount: 5 })));
+    const retry = await sendTcpMessage(port, 'payments.stream', { amount: 5, idempotencyKey });
+    expect(retry.err).toMatchObject({ code: ProblemCode.NotReplayable, original_status: 200 });
+    expect(runs).toBe(before + 1);
   });
 
   it('the same key with another payload: an RpcException carrying the problem code', async () => {

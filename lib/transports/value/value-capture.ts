@@ -1,4 +1,4 @@
-import { catchError, concatMap, from, mergeMap, reduce, throwError } from 'rxjs';
+import { catchError, concatMap, from, mergeMap, throwError, toArray } from 'rxjs';
 import {
   type OutcomeCapture,
   uncapturable,
@@ -31,8 +31,9 @@ export function decodeValue(body: Buffer): unknown {
 }
 
 /**
- * Captures the last value the handler emits, stores it before the caller sees it, then passes
- * it on. A handler that throws stores nothing and frees the key: its error goes to the caller.
+ * Captures the value the handler emits, stores it before the caller sees it, then passes it on.
+ * A handler emitting several values (an Observable stream) gets them all to the caller, and its
+ * key is completed without a response, as an HTTP stream's is. A handler that throws stores nothing and frees the key: its error goes to the caller.
  * `unrecorded` is the error sent when the outcome could not be recorded (a rolled-back
  * transaction): the caller must not believe an operation happened that was undone. A value that
  * cannot be encoded still reaches the caller; its key is completed without a response.
@@ -46,19 +47,26 @@ export function captureValue(
       catchError((error: unknown) =>
         from(hooks.onFailure(error)).pipe(mergeMap(() => throwError(() => error))),
       ),
-      reduce((_, value) => value, undefined as unknown),
-      concatMap(async (value) => {
+      toArray(),
+      concatMap(async (values) => {
+        // Several values are a stream: all reach the caller, none can be replayed as one.
+        if (values.length > 1) {
+          if (await uncapturable(hooks, 200, 'streamed')) throw await unrecorded();
+          return values;
+        }
+        const [value] = values;
         let wire: WireResponse;
         try {
           wire = encode(value);
         } catch (err) {
           if (!(err instanceof UnencodableValueError)) throw err;
           if (await uncapturable(hooks, 200, 'unencodable')) throw await unrecorded();
-          return value;
+          return [value];
         }
         const replacement = await hooks.onEnd(wire);
         if (replacement) throw await unrecorded();
-        return value;
+        return [value];
       }),
+      concatMap((values) => from(values)),
     );
 }
