@@ -25,8 +25,11 @@ export interface HoldHooks {
    * byte); a replacement, when given, is sent instead (its transaction rolled back).
    */
   onUncapturable(statusCode: number, reason: UncapturableReason): Promise<WireResponse | void>;
-  /** The handler failed and no response carries its error (GraphQL, RPC): nothing is stored. */
-  onFailure(error: unknown): Promise<void>;
+  /**
+   * The handler failed and no response carries its error (GraphQL, RPC): nothing is stored.
+   * 'kept' when the key is kept for a resumed run: the caller is told the store is unavailable.
+   */
+  onFailure(error: unknown): Promise<'kept' | void>;
 }
 
 /**

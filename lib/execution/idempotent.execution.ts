@@ -29,7 +29,7 @@ import {
 } from './outcome-completion.js';
 import { commitOutcomeUnknown } from './commit-outcome.js';
 import type { OutcomeCapture, UncapturableReason, WireResponse } from './handler-outcome.js';
-import { RecoveryPointError } from '../recovery/recovery-point.error.js';
+import { isRecoveryPointFailure } from '../recovery/recovery-point.error.js';
 import { completeUntilStored, fallbackCompletions, refusedByDatabase } from './completion-retry.js';
 import { LeaseHeartbeat } from './lease-heartbeat.js';
 import { openTransaction } from './transactional-routes.check.js';
@@ -147,11 +147,17 @@ export class IdempotentExecution {
     await this.discard('the request was abandoned before its handler ran');
   }
 
-  /** No response carries the handler's error (GraphQL, RPC): free the key for a retry. */
-  private async failed(): Promise<void> {
+  /**
+   * No response carries the handler's error (GraphQL, RPC): free the key for a retry. 'kept'
+   * when a recovery point failed: the transport answers that the store is unavailable.
+   */
+  private async failed(): Promise<'kept' | void> {
     if (this.done) return;
     this.settle();
-    if (this.handlerError instanceof RecoveryPointError) return void this.keptForResume();
+    if (isRecoveryPointFailure(this.handlerError)) {
+      this.keptForResume();
+      return 'kept';
+    }
     await this.discard('its handler failed');
   }
 
@@ -160,7 +166,7 @@ export class IdempotentExecution {
    * completed. Its claim lapses with its lease, and a retry then resumes it with its steps.
    */
   private keptForResume(): WireResponse {
-    const err = this.handlerError as RecoveryPointError;
+    const err = this.handlerError as Error;
     this.logger.error?.(`${this.describe()} kept in progress until its lease ends: ${err.message}`);
     const wait = Math.max(1, Math.ceil(this.options.leaseSeconds));
     return rolledBackResponse(
@@ -183,7 +189,7 @@ export class IdempotentExecution {
       return;
     }
     this.settle();
-    if (this.handlerError instanceof RecoveryPointError) return this.keptForResume();
+    if (isRecoveryPointFailure(this.handlerError)) return this.keptForResume();
     if (wire.statusCode === 304) return this.notModified();
     if (!this.options.storeIf(wire.statusCode, this.handlerError))
       return this.discard('not stored');
@@ -219,7 +225,7 @@ export class IdempotentExecution {
         ? error.getStatus()
         : 500;
     this.settle();
-    if (this.handlerError instanceof RecoveryPointError) return void this.keptForResume();
+    if (isRecoveryPointFailure(this.handlerError)) return void this.keptForResume();
     if (!this.options.storeIf(status, this.handlerError)) {
       void this.discard(`its handler failed (${status}) after an early response`);
       return;

@@ -16,3 +16,11 @@ export class RecoveryPointError extends Error {
     );
   }
 }
+
+/** Whether `err`, or an error it wraps (`{ cause }`, as Nest's exceptions take it), is one. */
+export function isRecoveryPointFailure(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof RecoveryPointError) return true;
+  }
+  return false;
+}

@@ -59,8 +59,11 @@ export class RecoveryPoints {
     if (!pending) {
       pending = this.runOnce(name, fn);
       steps.set(name, pending);
-      // A step that threw is not a recovery point: the next call (or run) runs it again.
-      pending.catch(() => steps.delete(name));
+      // A step that threw is not a recovery point: the next call (or run) runs it again. One
+      // whose point could not be read or recorded may have run: this run never calls it again.
+      pending.catch((err: unknown) => {
+        if (!(err instanceof RecoveryPointError)) steps.delete(name);
+      });
     }
     return JSON.parse(await pending) as T;
   }

@@ -4,6 +4,7 @@ import { type INestApplication, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Args, GraphQLModule, Mutation, Query, Resolver } from '@nestjs/graphql';
 import { randomUUID } from 'node:crypto';
+import { from } from 'rxjs';
 import {
   type IdempotencyContext,
   IdempotencyCtx,
@@ -21,6 +22,7 @@ const typeDefs = `
     failPayment(amount: Int!): Payment!
     scoped(amount: Int!): Payment!
     ledger(amount: Int!): Payment!
+    streamed(amount: Int!): Payment!
   }
 `;
 
@@ -61,6 +63,15 @@ class PaymentsResolver {
       [amount],
     );
     return { id: `led_${row.id}`, amount, run: runs, createdAt: '' };
+  }
+
+  /** An Observable of several values: GraphQL answers with the last one. */
+  @Mutation('streamed')
+  @Idempotent()
+  streamed(@Args('amount') amount: number) {
+    runs++;
+    const run = runs;
+    return from([1, 2].map((part) => ({ id: `part_${part}`, amount, run, createdAt: '' })));
   }
 
   @Mutation('failPayment')
@@ -124,6 +135,15 @@ describe('@Idempotent() on GraphQL mutations (Apollo)', () => {
     const [row] = await db.records('idempotency_key = $1', [key]);
     expect(row).toMatchObject({ endpoint: 'Mutation.createPayment', status: 'completed' });
     expect(row.response_body).toMatchObject({ id: first.data?.p.id, amount: 500 });
+  });
+
+  it("a resolver's Observable: its last value is the answer, stored and replayed", async () => {
+    const key = randomUUID();
+    const before = runs;
+    const first = await mutate(key, 7, 'streamed');
+    expect(first.data?.p).toMatchObject({ id: 'part_2', amount: 7 });
+    expect(await mutate(key, 7, 'streamed')).toEqual(first);
+    expect(runs).toBe(before + 1);
   });
 
   it('the same key with other arguments: a GraphQL error with the problem code, nothing runs', async () => {

@@ -25,6 +25,7 @@ import { endLease, stepsCommitted } from '../fixtures/abandoned-run.js';
 const SECRET = 'r'.repeat(32);
 let charges = 0;
 let hold: Promise<void> | undefined;
+let refunds = 0;
 
 @Controller()
 class PaymentsHandler {
@@ -40,6 +41,24 @@ class PaymentsHandler {
     hold = undefined;
     await wait;
     return { charge, run: idem!.run, amount: data.amount };
+  }
+
+  /** Its step's recovery point is refused by the database (a trigger): the handler retries it. */
+  @MessagePattern('payments.refund')
+  @Idempotent()
+  async refund(
+    @Payload() _data: { idempotencyKey: string },
+    @IdempotencyCtx() idem?: IdempotencyContext,
+  ) {
+    let last: unknown;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        return await idem!.step('unsaved', () => ({ id: `re_${++refunds}` }));
+      } catch (err) {
+        last = err;
+      }
+    }
+    throw last;
   }
 }
 
@@ -75,6 +94,30 @@ describe('recovery points on a microservice handler', () => {
     await client?.close();
     await server?.close();
     await db?.drop();
+  });
+
+  it('a step whose recovery point is refused: its fn runs once, the caller is told 503, the key is kept', async () => {
+    await db.dataSource.query(`
+      CREATE FUNCTION refuse_unsaved() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.name = 'unsaved' THEN RAISE EXCEPTION 'refused for the test'; END IF; RETURN NEW; END $$;
+      CREATE TRIGGER refuse_unsaved BEFORE INSERT ON idempotency_keys_steps
+        FOR EACH ROW EXECUTE FUNCTION refuse_unsaved();`);
+    const idempotencyKey = randomUUID();
+    const before = refunds;
+    const failure = await firstValueFrom(client.send('payments.refund', { idempotencyKey })).catch(
+      (err: unknown) => err,
+    );
+    expect(failure).toMatchObject({ code: 'idempotency_store_unavailable', status: 503 });
+    expect(JSON.stringify(failure)).not.toContain('refused for the test');
+    // Retried three times by the handler, called once: it may have refunded.
+    expect(refunds).toBe(before + 1);
+    const [record] = await db.records('idempotency_key = $1', [idempotencyKey]);
+    expect(record.status).toBe('in_progress');
+    const retry = await firstValueFrom(client.send('payments.refund', { idempotencyKey })).catch(
+      (err: unknown) => err,
+    );
+    expect(retry).toMatchObject({ code: 'request_in_progress' });
+    expect(refunds).toBe(before + 1);
   });
 
   it('resumes a run abandoned after its step, with the key derived from the scope', async () => {

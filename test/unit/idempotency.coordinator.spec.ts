@@ -161,7 +161,7 @@ describe('IdempotencyCoordinator (transport-free decisions)', () => {
       decision.execution.run(
         [],
         { handle: () => of({ id: 7 }) },
-        captureValue(encode, async () => new Error('x')),
+        captureValue(encode, async () => new Error('x'), true),
       ),
     );
     expect(value).toEqual({ id: 7 });
@@ -186,7 +186,7 @@ describe('IdempotencyCoordinator (transport-free decisions)', () => {
         decision.execution.run(
           [],
           failing,
-          captureValue(encode, async () => new Error('x')),
+          captureValue(encode, async () => new Error('x'), true),
         ),
       ),
     ).rejects.toThrow('boom');

@@ -1,4 +1,4 @@
-import { catchError, concatMap, from, mergeMap, throwError, toArray } from 'rxjs';
+import { catchError, concatMap, from, mergeMap, toArray } from 'rxjs';
 import {
   type OutcomeCapture,
   uncapturable,
@@ -32,8 +32,9 @@ export function decodeValue(body: Buffer): unknown {
 
 /**
  * Captures the value the handler emits, stores it before the caller sees it, then passes it on.
- * A handler emitting several values (an Observable stream) gets them all to the caller, and its
- * key is completed without a response, as an HTTP stream's is. A handler that throws stores nothing and frees the key: its error goes to the caller.
+ * Where the transport `streams` (RPC), a handler emitting several values gets them all to the
+ * caller, and its key is completed without a response, as an HTTP stream's is; GraphQL keeps the
+ * last value. A handler that throws stores nothing and frees the key: its error goes to the caller.
  * `unrecorded` is the error sent when the outcome could not be recorded (a rolled-back
  * transaction): the caller must not believe an operation happened that was undone. A value that
  * cannot be encoded still reaches the caller; its key is completed without a response.
@@ -41,14 +42,21 @@ export function decodeValue(body: Buffer): unknown {
 export function captureValue(
   encode: (value: unknown) => WireResponse,
   unrecorded: () => Promise<Error>,
+  streams: boolean,
 ): OutcomeCapture {
   return (handled, hooks) =>
     handled.pipe(
       catchError((error: unknown) =>
-        from(hooks.onFailure(error)).pipe(mergeMap(() => throwError(() => error))),
+        from(hooks.onFailure(error)).pipe(
+          mergeMap(async (kept) => {
+            throw kept === 'kept' ? await unrecorded() : error;
+          }),
+        ),
       ),
       toArray(),
-      concatMap(async (values) => {
+      // GraphQL answers with the last value only: that one is the outcome, as before.
+      concatMap(async (emitted) => {
+        const values = streams ? emitted : emitted.slice(-1);
         // Several values are a stream: all reach the caller, none can be replayed as one.
         if (values.length > 1) {
           if (await uncapturable(hooks, 200, 'streamed')) throw await unrecorded();

@@ -121,7 +121,11 @@ export class ValueIdempotency {
         const { execution } = decision;
         const unrecorded = () => this.reject(type, ProblemCode.StoreUnavailable);
         return {
-          result: execution.run(carrier, next, captureValue(this.encoder(request), unrecorded)),
+          result: execution.run(
+            carrier,
+            next,
+            captureValue(this.encoder(request), unrecorded, type === 'rpc'),
+          ),
           cancel: () => execution.cancel(),
         };
       }
