@@ -94,16 +94,22 @@ describe.each(['plaintext', 'encrypted'] as const)('recovery points over HTTP (%
       [key],
     );
 
-  it('resumes an abandoned run from its committed step: one charge, one derived key, 409 meanwhile', async () => {
-    const key = randomUUID();
-    const body = { amount: 1999 };
-    const calls = processor.calls;
+  /** A run on instance A, held after its committed step, whose lease then ends as if A died. */
+  const abandonAfterStep = async (key: string, body: object) => {
     const first = gate();
     gates.push(first.opened);
     const abandoned = send(a.url, '/charges', { key, body });
     await stepsCommitted(db.dataSource, key);
-    // As if instance A died: its lease ends (its heartbeat would renew it only much later).
+    // Its heartbeat would renew the lease only much later.
     await endLease(db.dataSource, key);
+    return { first, abandoned };
+  };
+
+  it('resumes an abandoned run from its committed step: one charge, one derived key, 409 meanwhile', async () => {
+    const key = randomUUID();
+    const body = { amount: 1999 };
+    const calls = processor.calls;
+    const { first, abandoned } = await abandonAfterStep(key, body);
     const second = gate();
     gates.push(second.opened);
     const resumed = send(b.url, '/charges', { key, body });
@@ -149,11 +155,7 @@ describe.each(['plaintext', 'encrypted'] as const)('recovery points over HTTP (%
     const key = randomUUID();
     const body = { amount: 4242 };
     const calls = processor.calls;
-    const first = gate();
-    gates.push(first.opened);
-    const abandoned = send(a.url, '/charges', { key, body });
-    await stepsCommitted(db.dataSource, key);
-    await endLease(db.dataSource, key);
+    const { first, abandoned } = await abandonAfterStep(key, body);
     // A row changed in SQL: sealed, it no longer authenticates; in plaintext, it is no JSON.
     const flip = `UPDATE idempotency_keys_steps s SET result = set_byte(result, 0, get_byte(result, 0) # 255)
         FROM idempotency_keys k WHERE k.id = s.record_id AND k.idempotency_key = $1`;
