@@ -21,10 +21,10 @@ import { startVariant } from './servers.js';
 
 const { args, variants, scenario, n } = toolArgs(
   'raw-single,module-single',
-  { seconds: 15, top: 30, interval: 200 },
+  { seconds: 15, top: 30, interval: 200, connections: 8 },
   ['keep'],
 );
-const { seconds, top, interval: intervalUs } = n;
+const { seconds, top, interval: intervalUs, connections } = n;
 
 interface Frame {
   functionName: string;
@@ -152,7 +152,7 @@ try {
     });
     try {
       const load = (duration: number) =>
-        keyedLoad(server.url, { scenario, prefix: `prof-${variant}`, duration });
+        keyedLoad(server.url, { scenario, prefix: `prof-${variant}`, duration, connections });
       await load(3);
       const from = Number(process.hrtime.bigint() / 1000n);
       const result = await load(seconds);

@@ -11,7 +11,7 @@ import {
 } from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
-import { firstValueFrom, from, toArray } from 'rxjs';
+import { EMPTY, firstValueFrom, from, toArray } from 'rxjs';
 import { Idempotent, IdempotencyModule, ProblemCode } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { sendTcpMessage } from '../fixtures/tcp-message.js';
@@ -53,6 +53,14 @@ class PaymentsHandler {
   stream(@Payload() data: { amount: number }) {
     runs++;
     return from([1, 2, 3].map((part) => ({ part, amount: data.amount })));
+  }
+
+  /** An operation that answers nothing: the caller's observable completes without a value. */
+  @MessagePattern('payments.silent')
+  @Idempotent()
+  silent() {
+    runs++;
+    return EMPTY;
   }
 
   @MessagePattern('payments.header')
@@ -139,6 +147,18 @@ describe('@Idempotent() on microservice (TCP) message handlers', () => {
     const retry = await sendTcpMessage(port, 'payments.stream', { amount: 5, idempotencyKey });
     expect(retry.err).toMatchObject({ code: ProblemCode.NotReplayable, original_status: 200 });
     expect(runs).toBe(before + 1);
+  });
+
+  it('a handler that emits nothing: its retry emits nothing too, without a second run', async () => {
+    const before = runs;
+    const idempotencyKey = randomUUID();
+    const call = () =>
+      firstValueFrom(client.send('payments.silent', { idempotencyKey }).pipe(toArray()));
+    expect(await call()).toEqual([]);
+    expect(await call()).toEqual([]);
+    expect(runs).toBe(before + 1);
+    const [row] = await db.records('idempotency_key = $1', [idempotencyKey]);
+    expect(row).toMatchObject({ status: 'completed', status_code: 204 });
   });
 
   it('the same key with another payload: an RpcException carrying the problem code', async () => {

@@ -1,5 +1,5 @@
 import type { CallHandler, ExecutionContext, Logger } from '@nestjs/common';
-import { of, tap } from 'rxjs';
+import { EMPTY, of, tap } from 'rxjs';
 import { afterDecision, type RoutedCall } from '../../request/routed-call.js';
 import { ProblemCode } from '../../idempotency.constants.js';
 import { contextCarrier } from '../../request/context-carrier.js';
@@ -17,7 +17,7 @@ import { RequestRefusedError } from '../../request/request-refused.error.js';
 import { RequestScope } from '../../request/request-scope.js';
 import { scopeEndpoint } from '../../request/scope-endpoint.js';
 import { keylessTransaction } from './keyless-transaction.js';
-import { captureValue } from './value-capture.js';
+import { captureValue, isNoValue } from './value-capture.js';
 import { UnencodableValueError } from './json-value.js';
 import type { WireResponse } from '../../execution/handler-outcome.js';
 import { valueProblem } from './value-problem.js';
@@ -105,6 +105,10 @@ export class ValueIdempotency {
           throw await fail(409, ProblemCode.NotReplayable, {
             extensions: { original_status: response.statusCode },
           });
+        }
+        if (isNoValue(response)) {
+          const answered = () => this.coordinator.answered(decision);
+          return { result: EMPTY.pipe(tap({ complete: answered })) };
         }
         const value = request.decode(response.body);
         // Counted once handed back, and for GraphQL only a value its schema accepts.
