@@ -53,6 +53,8 @@ export const NOT_REPLAYABLE_DETAILS = {
     'The operation for this key already ran, but its response could not be recorded; only its status was',
   conditional:
     'The operation for this key already ran and was answered 304 Not Modified (a conditional request), so its body was not stored',
+  not_kept:
+    'The operation for this key already ran; its response was not kept for replay (storeIf), and it is never run again',
 } as const;
 
 export interface ProblemOptions {

@@ -12,7 +12,8 @@ export interface WireResponse {
  * Why the outcome of a handler that ran cannot be kept for replay: the response is a stream,
  * the value cannot be encoded (a `BigInt`, a cycle), or the transport could not record it.
  */
-export type UncapturableReason = 'streamed' | 'unencodable' | 'unrecorded' | 'conditional';
+export type UncapturableReason =
+  'streamed' | 'unencodable' | 'unrecorded' | 'conditional' | 'not_kept';
 
 /** What the transport reports to a running execution. */
 export interface HoldHooks {

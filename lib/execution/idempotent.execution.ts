@@ -47,6 +47,8 @@ export class IdempotentExecution {
   private readonly context: IdempotencyContext<unknown>;
   private transaction?: IdempotencyTransaction;
   private handlerError: unknown = undefined;
+  /** The handler (or a pipe or interceptor inside it) threw: only then may its key be freed. */
+  private threw = false;
   private settled = false;
   /** A response left (or the caller gave up) before the handler settled. */
   private early = false;
@@ -141,6 +143,22 @@ export class IdempotentExecution {
     });
   }
 
+  /**
+   * The same call came back after this run's answer ended without a response (an app
+   * interceptor's `retry()` after the handler threw, or after an outer interceptor failed): this
+   * run is concluded so the call can claim again. A handler that threw frees its key; one that
+   * returned is recorded as run, without a body. False when there is nothing to conclude (already
+   * concluded, or the handler still runs: its claim holds the key until it settles).
+   */
+  async retried(): Promise<boolean> {
+    if (this.done || !this.settled) return false;
+    this.settle();
+    if (isRecoveryPointFailure(this.handlerError)) this.keptForResume();
+    else if (this.threw) await this.discard('its handler threw and the call was tried again');
+    else await this.completeAnyway(this.route.successStatus, 'unrecorded');
+    return true;
+  }
+
   /** The caller went away before the handler started: free the key at once. */
   async cancel(): Promise<void> {
     this.done = true;
@@ -192,7 +210,7 @@ export class IdempotentExecution {
     if (isRecoveryPointFailure(this.handlerError)) return this.keptForResume();
     if (wire.statusCode === 304) return this.notModified();
     if (!this.options.storeIf(wire.statusCode, this.handlerError))
-      return this.discard('not stored');
+      return this.notKept(wire.statusCode, 'not stored');
     const outcome = completionOf(wire, this.route.storeResponse, this.options.maxResponseBytes);
     const { storable } = outcome;
     const completing = {
@@ -210,13 +228,16 @@ export class IdempotentExecution {
    * a second run unless `storeIf` says so about the 304, the status the client received.
    */
   private notModified(): Promise<WireResponse | void> {
-    if (!this.options.storeIf(304, this.handlerError)) return this.discard('not stored');
+    if (!this.options.storeIf(304, this.handlerError)) return this.notKept(304, 'not stored');
     return this.completeAnyway(304, 'conditional');
   }
 
   private handlerSettled(error: unknown, errored: boolean): void {
     this.settled = true;
-    if (errored) this.handlerError = error;
+    if (errored) {
+      this.handlerError = error;
+      this.threw = true;
+    }
     if (!this.early || this.done) return;
     // The client already got another answer: record that the operation ran, without a body.
     const status = !errored
@@ -227,7 +248,7 @@ export class IdempotentExecution {
     this.settle();
     if (isRecoveryPointFailure(this.handlerError)) return void this.keptForResume();
     if (!this.options.storeIf(status, this.handlerError)) {
-      void this.discard(`its handler failed (${status}) after an early response`);
+      void this.notKept(status, `its handler failed (${status}) after an early response`);
       return;
     }
     void this.completeAnyway(status);
@@ -244,9 +265,22 @@ export class IdempotentExecution {
   ): Promise<WireResponse | void> {
     if (this.done) return;
     this.settle();
-    if (!this.options.storeIf(status, this.handlerError)) return this.discard('not stored');
+    if (!this.options.storeIf(status, this.handlerError)) return this.notKept(status, 'not stored');
     this.logger.warn?.(`${this.describe()}: response ${reason}; stored its status only`);
     return this.completeAnyway(status, reason);
+  }
+
+  /**
+   * `storeIf` did not keep the outcome. Only a handler that threw frees its key for a fresh run;
+   * one that returned ran to its end (a charge made, a 5xx it chose to answer), so its record is
+   * completed without a body (rule (b)) and a transactional handler's writes commit with it.
+   */
+  private notKept(status: number, reason: string): Promise<WireResponse | void> {
+    if (this.threw) return this.discard(reason);
+    this.logger.warn?.(
+      `${this.describe()}: storeIf did not keep its ${status}, but the handler returned; completed without a body`,
+    );
+    return this.completeAnyway(status, 'not_kept');
   }
 
   /** Bookkeeping failed after the handler ran (an app's `storeIf` threw): still never a re-run. */

@@ -148,7 +148,9 @@ export interface IdempotencyModuleOptions {
    */
   maxResponseBytes?: number;
   /**
-   * Which outcomes are stored and replayed. Everything else releases the key so a retry runs again.
+   * Which outcomes are stored and replayed. Any other outcome of a handler that threw releases
+   * the key so a retry runs again; one of a handler that returned is completed without a body
+   * (retries get `409 idempotency_response_not_replayable`), never run twice.
    * `status` is the one the client receives (after the app's exception filters), so a domain error
    * a filter maps to 402 is kept like an `HttpException(402)`. A `304` (a conditional request
    * answered from an ETag) is asked as 304: kept, as by default, it completes the key without a

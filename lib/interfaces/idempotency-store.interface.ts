@@ -34,7 +34,8 @@ export interface StoredResponse {
    * Why a completed record has no body to replay: larger than `maxResponseBytes`, a
    * `storeResponse: 'digest'` route, or sealed with a key that is not configured (or tampered).
    * The handler ran but its outcome could not be captured: a stream, a value that cannot be
-   * encoded, or a completion write that failed (a store without a column for the reason may
+   * encoded, a completion write that failed, or an outcome `storeIf` did not keep of a handler
+   * that returned (a store without a column for the reason may
    * read these back as `too_large`).
    */
   omitted?:
@@ -44,7 +45,8 @@ export interface StoredResponse {
     | 'streamed'
     | 'unencodable'
     | 'unrecorded'
-    | 'conditional';
+    | 'conditional'
+    | 'not_kept';
 }
 
 export type ClaimOutcome =

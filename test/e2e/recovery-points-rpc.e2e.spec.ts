@@ -1,14 +1,7 @@
 /** `ctx.keyFor()` and `ctx.step()` on a microservice (TCP) message handler: the same as HTTP. */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Controller, type INestMicroservice, Module } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import {
-  ClientProxyFactory,
-  MessagePattern,
-  Payload,
-  type ClientProxy,
-  Transport,
-} from '@nestjs/microservices';
+import { Controller, Module } from '@nestjs/common';
+import { MessagePattern, Payload, type ClientProxy } from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
 import { firstValueFrom } from 'rxjs';
 import {
@@ -18,7 +11,7 @@ import {
   type IdempotencyContext,
 } from '../../lib/index.js';
 import { deriveKey, derivedKeySecret } from '../../lib/recovery/derived-key.js';
-import { freePort } from '../fixtures/free-port.js';
+import { startTcpMicroservice } from '../fixtures/tcp-microservice.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { endLease, stepsCommitted } from '../fixtures/abandoned-run.js';
 
@@ -64,8 +57,8 @@ class PaymentsHandler {
 
 describe('recovery points on a microservice handler', () => {
   let db: MigratedDatabase;
-  let server: INestMicroservice;
   let client: ClientProxy;
+  let close: () => Promise<void>;
 
   beforeAll(async () => {
     db = await createMigratedDatabase('recovery_rpc');
@@ -80,19 +73,10 @@ describe('recovery points on a microservice handler', () => {
       controllers: [PaymentsHandler],
     })
     class AppModule {}
-    const options = { host: '127.0.0.1', port: await freePort() };
-    server = await NestFactory.createMicroservice(AppModule, {
-      transport: Transport.TCP,
-      options,
-      logger: false,
-    });
-    await server.listen();
-    client = ClientProxyFactory.create({ transport: Transport.TCP, options });
-    await client.connect();
+    ({ client, close } = await startTcpMicroservice(AppModule));
   });
   afterAll(async () => {
-    await client?.close();
-    await server?.close();
+    await close?.();
     await db?.drop();
   });
 

@@ -1,20 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Controller, type INestMicroservice, Module } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import {
-  ClientProxyFactory,
-  MessagePattern,
-  Payload,
-  type ClientProxy,
-  type TcpOptions,
-  Transport,
-} from '@nestjs/microservices';
+import { Controller, Module } from '@nestjs/common';
+import { MessagePattern, Payload, type ClientProxy } from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import { EMPTY, firstValueFrom, from, toArray } from 'rxjs';
 import { Idempotent, IdempotencyModule, ProblemCode } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { sendTcpMessage } from '../fixtures/tcp-message.js';
+import { startTcpMicroservice } from '../fixtures/tcp-microservice.js';
 
 let runs = 0;
 const cycle = () => {
@@ -63,6 +55,14 @@ class PaymentsHandler {
     return EMPTY;
   }
 
+  /** `Promise<void>`: Nest's transports send its `undefined` as no value at all. */
+  @MessagePattern('payments.settle')
+  @Idempotent()
+  async settle() {
+    await new Promise((resolve) => setImmediate(resolve));
+    runs++;
+  }
+
   @MessagePattern('payments.header')
   @Idempotent({ required: true })
   header(@Payload() data: { amount: number; meta?: { key?: string } }) {
@@ -79,20 +79,11 @@ async function until(condition: () => Promise<boolean>): Promise<void> {
   }
 }
 
-/** A free port: TCP microservices do not report the port they bound. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
-}
-
 describe('@Idempotent() on microservice (TCP) message handlers', () => {
   let db: MigratedDatabase;
-  let server: INestMicroservice;
   let client: ClientProxy;
   let port: number;
+  let close: () => Promise<void>;
   const send = (pattern: string, data: object) => firstValueFrom(client.send(pattern, data));
 
   beforeAll(async () => {
@@ -110,18 +101,10 @@ describe('@Idempotent() on microservice (TCP) message handlers', () => {
       controllers: [PaymentsHandler],
     })
     class AppModule {}
-    port = await freePort();
-    const address = { host: '127.0.0.1', port };
-    const options: TcpOptions = { transport: Transport.TCP, options: address };
-    server = await NestFactory.createMicroservice(AppModule, { ...options, logger: false });
-    await server.listen();
-    client = ClientProxyFactory.create({ transport: Transport.TCP, options: address });
-    await client.connect();
+    ({ client, port, close } = await startTcpMicroservice(AppModule));
   });
-
   afterAll(async () => {
-    await client?.close();
-    await server?.close();
+    await close?.();
     await db?.drop();
   });
 
@@ -149,17 +132,20 @@ describe('@Idempotent() on microservice (TCP) message handlers', () => {
     expect(runs).toBe(before + 1);
   });
 
-  it('a handler that emits nothing: its retry emits nothing too, without a second run', async () => {
-    const before = runs;
-    const idempotencyKey = randomUUID();
-    const call = () =>
-      firstValueFrom(client.send('payments.silent', { idempotencyKey }).pipe(toArray()));
-    expect(await call()).toEqual([]);
-    expect(await call()).toEqual([]);
-    expect(runs).toBe(before + 1);
-    const [row] = await db.records('idempotency_key = $1', [idempotencyKey]);
-    expect(row).toMatchObject({ status: 'completed', status_code: 204 });
-  });
+  it.each(['payments.silent', 'payments.settle'])(
+    'a handler that answers nothing (%s): its retry answers nothing too, without a second run',
+    async (pattern) => {
+      const before = runs;
+      const idempotencyKey = randomUUID();
+      const call = () => firstValueFrom(client.send(pattern, { idempotencyKey }).pipe(toArray()));
+      expect(await call()).toEqual([]);
+      expect(await call()).toEqual([]);
+      expect(runs).toBe(before + 1);
+      const [row] = await db.records('idempotency_key = $1', [idempotencyKey]);
+      expect(row).toMatchObject({ status: 'completed', status_code: 200, response_body: null });
+      expect(row.response_raw).toEqual(Buffer.alloc(0));
+    },
+  );
 
   it('the same key with another payload: an RpcException carrying the problem code', async () => {
     const idempotencyKey = randomUUID();

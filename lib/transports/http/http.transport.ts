@@ -8,6 +8,8 @@ import {
 } from '../../request/idempotency-key.parser.js';
 import type { Replay } from '../../execution/idempotency.coordinator.js';
 import { afterDecision, type RoutedCall } from '../../request/routed-call.js';
+import { ActiveCalls } from '../../request/active-calls.js';
+import type { IdempotentExecution } from '../../execution/idempotent.execution.js';
 import { scopeEndpoint } from '../../request/scope-endpoint.js';
 import type { IdempotentRoute } from '../../execution/idempotent-route.resolver.js';
 import {
@@ -30,8 +32,10 @@ import { holdCapture } from './response-capture.js';
 import { replayOnly, scopeMethod } from './head-requests.js';
 import { replayStoredResponse } from './response-replay.js';
 
-/** Requests already handled, beside them rather than a new key on `req` (a slow-path store). */
-const handled = new WeakSet<object>();
+/** Requests the interceptor is handling (beside them rather than a new key on `req`). */
+const active = new ActiveCalls();
+/** Per request: its run and the hold on its response, for a call that comes back (`retry()`). */
+const runs = new WeakMap<object, { execution: IdempotentExecution; drop: () => void }>();
 
 /**
  * HTTP (Express, Fastify): reads the key header and the request, then writes the replay, the
@@ -56,7 +60,7 @@ class HttpTransport implements TransportAdapter {
     const req = http.getRequest();
     const res = http.getResponse();
     // A controller-level and a method-level @Idempotent() both attach this interceptor: once only.
-    if (handled.has(req)) return next.handle();
+    if (active.has(req)) return next.handle();
 
     let key: string | undefined;
     try {
@@ -70,7 +74,6 @@ class HttpTransport implements TransportAdapter {
       if (!route.required) return next.handle();
       throw this.refusals.problem(res, 400, ProblemCode.KeyMissing);
     }
-    handled.add(req);
     const method = scopeMethod(context, req);
     const endpoint = route.endpoint ?? scopeEndpoint(routeEndpoint(req, method));
     const userId = this.refusals.refusing(res, () => this.requests.userId(req, endpoint));
@@ -92,7 +95,11 @@ class HttpTransport implements TransportAdapter {
       hash.catch(() => undefined);
     }
     const onlyReplay = replayOnly(req, method);
-    return afterDecision(() => this.claimAndRoute(route, req, res, scope, hash, next, onlyReplay));
+    return afterDecision(
+      () => this.claimAndRoute(route, req, res, scope, hash, next, onlyReplay),
+      active,
+      req,
+    );
   }
 
   private async claimAndRoute(
@@ -105,6 +112,12 @@ class HttpTransport implements TransportAdapter {
     onlyReplay: boolean,
   ): Promise<RoutedCall> {
     const requestHash = typeof hash === 'string' ? hash : await hash;
+    const previous = runs.get(req);
+    if (previous) {
+      // The call came back after its run's answer ended (an app's retry()): conclude that run.
+      runs.delete(req);
+      if (await previous.execution.retried()) previous.drop();
+    }
     const attempt = { scope, requestHash, route, replayOnly: onlyReplay };
     const decision = await this.deps.coordinator.decide(attempt);
     switch (decision.type) {
@@ -120,7 +133,11 @@ class HttpTransport implements TransportAdapter {
           throw this.refusals.problem(res, 404, ProblemCode.NothingToReplay);
         }
         const hold = holdCapture(rawResponse(res), this.deps.options.replayHeaders);
-        return { result: execution.run(req, next, hold), cancel: () => execution.cancel() };
+        runs.set(req, { execution, drop: hold.drop });
+        return {
+          result: execution.run(req, next, hold.capture),
+          cancel: () => execution.cancel(),
+        };
       }
     }
   }

@@ -21,16 +21,23 @@ function toBuffer(chunk: unknown, encoding: BufferEncoding | undefined): Buffer 
  * How an HTTP execution captures its outcome: the response is held at the socket (below), the
  * handler's observable is passed on for Nest to write.
  */
-export function holdCapture(res: ServerResponse, allow: ReadonlySet<string>): OutcomeCapture {
-  return (handled, hooks) => {
-    holdResponse(res, allow, hooks);
-    return handled;
+export function holdCapture(
+  res: ServerResponse,
+  allow: ReadonlySet<string>,
+): { capture: OutcomeCapture; drop: () => void } {
+  let drop = () => undefined as void;
+  return {
+    capture: (handled, hooks) => {
+      drop = holdResponse(res, allow, hooks);
+      return handled;
+    },
+    drop: () => drop(),
   };
 }
 
 /**
  * Holds the response of a claimed request at the socket: when the platform ends it, `onEnd`
- * stores it first, then the bytes are released. What is stored is exactly what the client gets,
+ * stores it first, then the bytes are released. Returns what lets go of a response still unwritten. What is stored is exactly what the client gets,
  * after every interceptor, serializer and exception filter. `onEnd` may return a replacement
  * (when the outcome could not be recorded); `writeHead` is deferred so that stays possible.
  *
@@ -46,7 +53,7 @@ export function holdResponse(
   res: ServerResponse,
   allow: ReadonlySet<string>,
   hooks: Pick<HoldHooks, 'onEnd' | 'onUncapturable'>,
-) {
+): () => void {
   let state: 'open' | 'held' | 'streaming' | 'released' | 'replaced' = 'open';
   let heldHead: unknown[] | undefined;
   const queued: [Patched, unknown[]][] = [];
@@ -123,6 +130,12 @@ export function holdResponse(
       return res;
     },
   });
+  // Let go of a response nothing was written to yet (its run was concluded without one).
+  return () => {
+    if (state !== 'open') return;
+    state = 'released';
+    restore();
+  };
 }
 
 /**

@@ -27,14 +27,17 @@ export function encodeValue(value: unknown, maxBytes: number): WireResponse {
 }
 
 /**
- * An RPC handler that emitted nothing, as stored: `204` and no body. Its replay emits nothing
- * either (JSON has no form for "no value": a `null` would reach the caller as a value).
+ * An RPC handler that answered nothing (`EMPTY`, or `undefined`: a `Promise<void>`), as stored:
+ * no body, which no encoded value has. Its caller got no value (Nest's transports drop an
+ * `undefined` response), so its replay emits none either: a `null` would be a value.
  */
-export const NO_VALUE: WireResponse = { statusCode: 204, headers: {}, body: Buffer.alloc(0) };
+export const NO_VALUE: WireResponse = { statusCode: 200, headers: {}, body: Buffer.alloc(0) };
 
 /** Whether a stored response is `NO_VALUE`. */
-export const isNoValue = (wire: { statusCode: number; body: Buffer | null }) =>
-  wire.statusCode === NO_VALUE.statusCode && wire.body?.length === 0;
+export const isNoValue = (wire: { body: Buffer | null }) => wire.body?.length === 0;
+
+const answersNothing = (values: unknown[]) =>
+  values.length === 0 || (values.length === 1 && values[0] === undefined);
 
 export function decodeValue(body: Buffer): unknown {
   return JSON.parse(body.toString('utf8'));
@@ -44,7 +47,7 @@ export function decodeValue(body: Buffer): unknown {
  * Captures the value the handler emits, stores it before the caller sees it, then passes it on.
  * Where the transport `streams` (RPC), a handler emitting several values gets them all to the
  * caller, and its key is completed without a response, as an HTTP stream's is; GraphQL keeps the
- * last value; an RPC handler that emits nothing is stored as `NO_VALUE`. A handler that throws stores nothing and frees the key: its error goes to the caller.
+ * last value; an RPC handler that answers nothing is stored as `NO_VALUE`. A handler that throws stores nothing and frees the key: its error goes to the caller.
  * `unrecorded` is the error sent when the outcome could not be recorded (a rolled-back
  * transaction): the caller must not believe an operation happened that was undone. A value that
  * cannot be encoded still reaches the caller; its key is completed without a response.
@@ -67,7 +70,7 @@ export function captureValue(
       // GraphQL answers with the last value only: that one is the outcome, as before.
       concatMap(async (emitted) => {
         const values = streams ? emitted : emitted.slice(-1);
-        if (streams && values.length === 0) {
+        if (streams && answersNothing(values)) {
           if (await hooks.onEnd(NO_VALUE)) throw await unrecorded();
           return values;
         }

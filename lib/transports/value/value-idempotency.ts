@@ -1,6 +1,7 @@
 import type { CallHandler, ExecutionContext, Logger } from '@nestjs/common';
 import { EMPTY, of, tap } from 'rxjs';
 import { afterDecision, type RoutedCall } from '../../request/routed-call.js';
+import { ActiveCalls } from '../../request/active-calls.js';
 import { ProblemCode } from '../../idempotency.constants.js';
 import { contextCarrier } from '../../request/context-carrier.js';
 import { rejectStatus } from '../../request/reject-status.js';
@@ -33,7 +34,7 @@ export type ValueType = 'graphql' | 'rpc';
  */
 export class ValueIdempotency {
   /** Per call: a class-level and a method-level `@Idempotent()` both attach the interceptor. */
-  private readonly handled = new WeakSet<object>();
+  private readonly active = new ActiveCalls();
   private readonly requests: RequestScope;
 
   private readonly options: ResolvedIdempotencyOptions;
@@ -55,11 +56,10 @@ export class ValueIdempotency {
     read: () => ValueRequest,
   ) {
     const args = context.getArgs();
-    if (this.handled.has(args)) return next.handle();
-    this.handled.add(args);
+    if (this.active.has(args)) return next.handle();
     const request = read();
     const carrier = contextCarrier(context);
-    return afterDecision(() => this.route(type, request, route, carrier, next));
+    return afterDecision(() => this.route(type, request, route, carrier, next), this.active, args);
   }
 
   private async route(
