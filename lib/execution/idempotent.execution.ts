@@ -56,6 +56,8 @@ export class IdempotentExecution {
   private done = false;
   /** Single-commit: the store ended the transaction on its own; nothing of it was committed. */
   private abortedBy?: Error;
+  /** The same call came again while this run held it: the response is that call's refusal. */
+  private overlap = false;
 
   constructor(
     private readonly options: ResolvedIdempotencyOptions,
@@ -159,6 +161,15 @@ export class IdempotentExecution {
     return true;
   }
 
+  /**
+   * The same request reached the interceptor again while this run held it (an app interceptor
+   * that hedges or calls the route again) and was refused: the response that goes out is that
+   * refusal, not this handler's outcome, which is recorded as run, without a body.
+   */
+  overlapped(): void {
+    this.overlap = true;
+  }
+
   /** The caller went away before the handler started: free the key at once. */
   async cancel(): Promise<void> {
     this.done = true;
@@ -208,6 +219,11 @@ export class IdempotentExecution {
     }
     this.settle();
     if (isRecoveryPointFailure(this.handlerError)) return this.keptForResume();
+    if (this.overlap) {
+      return this.threw
+        ? this.discard('its handler threw while a second call was refused')
+        : this.completeAnyway(this.route.successStatus, 'unrecorded');
+    }
     if (wire.statusCode === 304) return this.notModified();
     if (!this.options.storeIf(wire.statusCode, this.handlerError))
       return this.notKept(wire.statusCode, 'not stored');

@@ -1,10 +1,10 @@
 /**
  * The calls the library's interceptor is handling right now (a request, or a resolver's or
- * message handler's arguments). A controller-level and a method-level `@Idempotent()` both attach
- * the interceptor: the inner one, reached while the outer one runs the handler, passes through.
- * A call that comes back after the interceptor's answer ended (an app interceptor's `retry()`
- * subscribes the chain again) is not active: it is handled again, never passed through with no
- * claim.
+ * message handler's arguments), from subscription until its answer ends. The interceptor is
+ * attached once per handler (`IdempotencyInterceptorOrder`), so a call that reaches it while
+ * active is the same call made again by an app interceptor (a hedge, a re-call): refused as in
+ * progress. One that comes back after its answer ended (rxjs `retry()`) is handled again; neither
+ * is ever passed to the handler without a claim.
  */
 export class ActiveCalls {
   private readonly calls = new WeakMap<object, object>();

@@ -71,6 +71,17 @@ class PaymentsHandler {
   }
 }
 
+/** `@Idempotent()` on the class: every message handler of it is protected. */
+@Idempotent()
+@Controller()
+class ClassLevelHandler {
+  @MessagePattern('refunds.create')
+  refund(@Payload() data: { amount: number }) {
+    runs++;
+    return { run: runs, amount: data.amount };
+  }
+}
+
 async function until(condition: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + 20_000;
   while (!(await condition())) {
@@ -98,7 +109,7 @@ describe('@Idempotent() on microservice (TCP) message handlers', () => {
           getRpcUserId: (data: { tenant?: unknown }) => data?.tenant as string | undefined,
         }),
       ],
-      controllers: [PaymentsHandler],
+      controllers: [PaymentsHandler, ClassLevelHandler],
     })
     class AppModule {}
     ({ client, port, close } = await startTcpMicroservice(AppModule));
@@ -118,6 +129,14 @@ describe('@Idempotent() on microservice (TCP) message handlers', () => {
     expect(runs).toBe(before + 1);
     const [row] = await db.records('idempotency_key = $1', [idempotencyKey]);
     expect(row).toMatchObject({ endpoint: 'RPC payments.create', status: 'completed' });
+  });
+
+  it('a class-level @Idempotent() protects its message handlers (they ran unprotected before)', async () => {
+    const idempotencyKey = randomUUID();
+    const before = runs;
+    const first = await send('refunds.create', { amount: 3, idempotencyKey });
+    expect(await send('refunds.create', { amount: 3, idempotencyKey })).toEqual(first);
+    expect(runs).toBe(before + 1);
   });
 
   it('passes every value of a stream on, and completes its key without a response', async () => {

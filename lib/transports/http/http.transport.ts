@@ -59,8 +59,12 @@ class HttpTransport implements TransportAdapter {
     const http = context.switchToHttp();
     const req = http.getRequest();
     const res = http.getResponse();
-    // A controller-level and a method-level @Idempotent() both attach this interceptor: once only.
-    if (active.has(req)) return next.handle();
+    // Attached once per handler (IdempotencyInterceptorOrder): an app interceptor calling the
+    // route again while this call runs (a hedge, a re-call) is a duplicate of a call in progress.
+    if (active.has(req)) {
+      runs.get(req)?.execution.overlapped();
+      throw this.refusals.reject(res, ProblemCode.InProgress);
+    }
 
     let key: string | undefined;
     try {

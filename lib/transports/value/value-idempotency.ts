@@ -1,5 +1,5 @@
 import type { CallHandler, ExecutionContext, Logger } from '@nestjs/common';
-import { EMPTY, of, tap } from 'rxjs';
+import { EMPTY, from, mergeMap, of, tap, throwError } from 'rxjs';
 import { afterDecision, type RoutedCall } from '../../request/routed-call.js';
 import { ActiveCalls } from '../../request/active-calls.js';
 import { ProblemCode } from '../../idempotency.constants.js';
@@ -33,7 +33,7 @@ export type ValueType = 'graphql' | 'rpc';
  * the request come from the adapter's `ValueRequest`.
  */
 export class ValueIdempotency {
-  /** Per call: a class-level and a method-level `@Idempotent()` both attach the interceptor. */
+  /** The calls being handled: one that comes again while it runs is refused as in progress. */
   private readonly active = new ActiveCalls();
   private readonly requests: RequestScope;
 
@@ -56,7 +56,11 @@ export class ValueIdempotency {
     read: () => ValueRequest,
   ) {
     const args = context.getArgs();
-    if (this.active.has(args)) return next.handle();
+    // Attached once per handler: the same call again while it runs is a duplicate in progress.
+    if (this.active.has(args))
+      return from(this.reject(type, ProblemCode.InProgress)).pipe(
+        mergeMap((err) => throwError(() => err)),
+      );
     const request = read();
     const carrier = contextCarrier(context);
     return afterDecision(() => this.route(type, request, route, carrier, next), this.active, args);
