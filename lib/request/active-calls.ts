@@ -1,24 +1,38 @@
 /**
- * The calls the library's interceptor is handling right now (a request, or a resolver's or
- * message handler's arguments), from subscription until its answer ends. The interceptor is
- * attached once per handler (`IdempotencyInterceptorOrder`), so a call that reaches it while
- * active is the same call made again by an app interceptor (a hedge, a re-call): refused as in
- * progress. One that comes back after its answer ended (rxjs `retry()`) is handled again; neither
- * is ever passed to the handler without a claim.
+ * One call's handling by the interceptor: active from subscription until its answer ends. `run`
+ * is what the transport keeps of the run it started; `earlier` the run of the handling before it
+ * (a call an app interceptor's `retry()` sent again), for the transport to conclude.
  */
-export class ActiveCalls {
-  private readonly calls = new WeakMap<object, object>();
+export class CallMark<R> {
+  active = true;
+  run: R | undefined = undefined;
+  constructor(readonly earlier: R | undefined) {}
+}
 
-  has(call: object): boolean {
-    return this.calls.has(call);
+/**
+ * The calls the library's interceptor handles (a request, or a resolver's or message handler's
+ * arguments), each with its latest mark. The interceptor is attached once per handler
+ * (`IdempotencyInterceptorOrder`), so a call that reaches it while active is the same call made
+ * again by an app interceptor (a hedge, a re-call): refused as in progress. One that comes back
+ * after its answer ended (rxjs `retry()`) is handled again; neither is ever passed to the handler
+ * without a claim.
+ */
+export class ActiveCalls<R = unknown> {
+  private readonly marks = new WeakMap<object, CallMark<R>>();
+
+  isActive(call: object): boolean {
+    return this.marks.get(call)?.active === true;
   }
 
-  /** Marks `call` active; the returned function ends this mark only (not a later one's). */
-  begin(call: object): () => void {
-    const mark = {};
-    this.calls.set(call, mark);
-    return () => {
-      if (this.calls.get(call) === mark) this.calls.delete(call);
-    };
+  /** The latest mark's run, while that handling is active. */
+  activeRun(call: object): R | undefined {
+    const mark = this.marks.get(call);
+    return mark?.active ? mark.run : undefined;
+  }
+
+  begin(call: object): CallMark<R> {
+    const mark = new CallMark<R>(this.marks.get(call)?.run);
+    this.marks.set(call, mark);
+    return mark;
   }
 }

@@ -8,7 +8,7 @@ import {
 } from '../../request/idempotency-key.parser.js';
 import type { Replay } from '../../execution/idempotency.coordinator.js';
 import { afterDecision, type RoutedCall } from '../../request/routed-call.js';
-import { ActiveCalls } from '../../request/active-calls.js';
+import { ActiveCalls, type CallMark } from '../../request/active-calls.js';
 import type { IdempotentExecution } from '../../execution/idempotent.execution.js';
 import { scopeEndpoint } from '../../request/scope-endpoint.js';
 import type { IdempotentRoute } from '../../execution/idempotent-route.resolver.js';
@@ -32,10 +32,13 @@ import { holdCapture } from './response-capture.js';
 import { replayOnly, scopeMethod } from './head-requests.js';
 import { replayStoredResponse } from './response-replay.js';
 
-/** Requests the interceptor is handling (beside them rather than a new key on `req`). */
-const active = new ActiveCalls();
-/** Per request: its run and the hold on its response, for a call that comes back (`retry()`). */
-const runs = new WeakMap<object, { execution: IdempotentExecution; drop: () => void }>();
+/** A request's run and the hold on its response, kept on its mark (`ActiveCalls`). */
+interface HttpRun {
+  execution: IdempotentExecution;
+  drop: () => void;
+}
+/** Requests the interceptor handles (beside them rather than a new key on `req`). */
+const calls = new ActiveCalls<HttpRun>();
 
 /**
  * HTTP (Express, Fastify): reads the key header and the request, then writes the replay, the
@@ -61,8 +64,8 @@ class HttpTransport implements TransportAdapter {
     const res = http.getResponse();
     // Attached once per handler (IdempotencyInterceptorOrder): an app interceptor calling the
     // route again while this call runs (a hedge, a re-call) is a duplicate of a call in progress.
-    if (active.has(req)) {
-      runs.get(req)?.execution.overlapped();
+    if (calls.isActive(req)) {
+      calls.activeRun(req)?.execution.overlapped();
       throw this.refusals.reject(res, ProblemCode.InProgress);
     }
 
@@ -100,8 +103,8 @@ class HttpTransport implements TransportAdapter {
     }
     const onlyReplay = replayOnly(req, method);
     return afterDecision(
-      () => this.claimAndRoute(route, req, res, scope, hash, next, onlyReplay),
-      active,
+      (mark) => this.claimAndRoute(route, req, res, scope, hash, next, onlyReplay, mark),
+      calls,
       req,
     );
   }
@@ -114,14 +117,12 @@ class HttpTransport implements TransportAdapter {
     hash: string | Promise<string>,
     next: CallHandler,
     onlyReplay: boolean,
+    mark: CallMark<HttpRun>,
   ): Promise<RoutedCall> {
     const requestHash = typeof hash === 'string' ? hash : await hash;
-    const previous = runs.get(req);
-    if (previous) {
-      // The call came back after its run's answer ended (an app's retry()): conclude that run.
-      runs.delete(req);
-      if (await previous.execution.retried()) previous.drop();
-    }
+    const earlier = mark.earlier;
+    // The call came back after its run's answer ended (an app's retry()): conclude that run.
+    if (earlier && (await earlier.execution.retried())) earlier.drop();
     const attempt = { scope, requestHash, route, replayOnly: onlyReplay };
     const decision = await this.deps.coordinator.decide(attempt);
     switch (decision.type) {
@@ -137,7 +138,7 @@ class HttpTransport implements TransportAdapter {
           throw this.refusals.problem(res, 404, ProblemCode.NothingToReplay);
         }
         const hold = holdCapture(rawResponse(res), this.deps.options.replayHeaders);
-        runs.set(req, { execution, drop: hold.drop });
+        mark.run = { execution, drop: hold.drop };
         return {
           result: execution.run(req, next, hold.capture),
           cancel: () => execution.cancel(),

@@ -57,7 +57,7 @@ export class ValueIdempotency {
   ) {
     const args = context.getArgs();
     // Attached once per handler: the same call again while it runs is a duplicate in progress.
-    if (this.active.has(args))
+    if (this.active.isActive(args))
       return from(this.reject(type, ProblemCode.InProgress)).pipe(
         mergeMap((err) => throwError(() => err)),
       );
