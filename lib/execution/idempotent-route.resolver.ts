@@ -25,7 +25,16 @@ export interface IdempotentRoute {
   successStatus: number;
   /** The handler's `@Version()` (or its controller's), as JSON; undefined when it declares none. */
   version?: string;
+  /** Set by the interceptor: attached on the class and on the method (see `passesOn`). */
+  doubled?: boolean;
 }
+
+/**
+ * A microservice `@EventPattern()` handler (`@nestjs/microservices`' `PATTERN_HANDLER_METADATA` is
+ * `PatternHandler.EVENT`): one event reaches every handler of its pattern, each its own operation.
+ */
+export const isEventHandler = (handler: object): boolean =>
+  Reflect.getMetadata('microservices:handler_type', handler) === 2;
 
 type Handler = (...args: unknown[]) => unknown;
 
@@ -56,9 +65,11 @@ export class IdempotentRouteResolver {
     );
     if (!onClass && !onMethod) return null;
     const merged: IdempotentOptions = { ...onClass, ...onMethod };
+    const event = isEventHandler(handler);
     return {
       ttlSeconds: merged.ttlSeconds ?? this.options.ttlSeconds,
-      required: merged.required ?? false,
+      // An event without a key has nobody to refuse: a class's `required` would drop it unseen.
+      required: (event ? onMethod?.required : merged.required) ?? false,
       endpoint: merged.endpoint,
       transactionId: merged.transactionId,
       transactional: merged.transactional ?? false,

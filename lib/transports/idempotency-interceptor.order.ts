@@ -2,57 +2,46 @@ import { INTERCEPTORS_METADATA } from '@nestjs/common/constants.js';
 import { Injectable } from '@nestjs/common';
 import { MetadataScanner, ModulesContainer } from '@nestjs/core';
 import { IDEMPOTENT_METADATA } from '../idempotency-internal.constants.js';
+import { controllerRoutes } from '../idempotent-routes.scan.js';
 import { IdempotencyInterceptor } from './idempotency.interceptor.js';
 
 const isIdempotency = (i: unknown) =>
   i === IdempotencyInterceptor || i instanceof IdempotencyInterceptor;
 
+/** `@nestjs/microservices`' `PATTERN_METADATA`: a message or event handler. */
+const PATTERN_METADATA = 'microservices:pattern';
+
 /**
- * Makes the idempotency interceptor the innermost interceptor of every handler that has it, and
- * its only attachment there: whatever the decorator order (or `@Idempotent()` on the class, whose
- * interceptors Nest runs before the method's), the handler's other interceptors have run before
- * the fingerprint is taken (`FileInterceptor` has parsed the upload), and a call that reaches the
- * interceptor while it already handles that call is a second call, never a nested attachment.
- * Every method of a class-level `@Idempotent()` class gets it: HTTP routes, message handlers and
- * resolvers alike (on a method Nest never calls, the metadata is never read). Nest reads
- * interceptor metadata when it maps handlers (`app.init()`, `listen()`, the GraphQL module's
- * start), after every provider was built, so a provider's constructor is the last moment to
- * reorder it. Reordering twice changes nothing.
+ * Makes the idempotency interceptor the innermost interceptor of every HTTP route that has it, so
+ * whatever the decorator order (or `@Idempotent()` on the class, whose interceptors Nest runs
+ * before the method's), the route's other interceptors have run before the fingerprint is taken:
+ * `FileInterceptor` has parsed the upload, for instance. A class-level attachment is taken off the
+ * class only when every handler of it is an HTTP route: message and event handlers keep it where
+ * Nest runs it, outside their own interceptors (a `ClassSerializerInterceptor` on the method then
+ * shapes the value stored), as resolvers do; the interceptor passes such a doubled call on once
+ * (`IdempotencyInterceptor.passesOn`). Nest reads interceptor metadata when it maps routes
+ * (`app.init()`), after every provider was built, so a provider's constructor is the last moment
+ * to reorder it. Reordering twice changes nothing.
  */
 @Injectable()
 export class IdempotencyInterceptorOrder {
   constructor(modules: ModulesContainer) {
-    const scanner = new MetadataScanner();
-    const seen = new Set<object>();
-    for (const moduleRef of modules.values()) {
-      for (const wrapper of [...moduleRef.controllers.values(), ...moduleRef.providers.values()]) {
-        const cls = wrapper.metatype;
-        if (typeof cls !== 'function' || seen.has(cls)) continue;
-        seen.add(cls);
-        const proto = cls.prototype as Record<string, object> | undefined;
-        if (!proto) continue;
-        innermost(
-          cls,
-          scanner.getAllMethodNames(proto).map((name) => proto[name]),
-        );
-      }
-    }
+    for (const { cls, routes } of controllerRoutes(modules)) innermost(cls, routes);
   }
 }
 
-function innermost(cls: object, methods: object[]): void {
+function innermost(cls: object, routes: { handler: object }[]): void {
   const onClass: unknown[] = Reflect.getMetadata(INTERCEPTORS_METADATA, cls) ?? [];
   const classIdempotent =
     onClass.some(isIdempotency) || Reflect.getMetadata(IDEMPOTENT_METADATA, cls) !== undefined;
-  if (onClass.some(isIdempotency)) {
+  if (onClass.some(isIdempotency) && !hasMessageHandlers(cls)) {
     Reflect.defineMetadata(
       INTERCEPTORS_METADATA,
       onClass.filter((i) => !isIdempotency(i)),
       cls,
     );
   }
-  for (const method of methods) {
-    if (typeof method !== 'function') continue;
+  for (const { handler: method } of routes) {
     const onMethod: unknown[] = Reflect.getMetadata(INTERCEPTORS_METADATA, method) ?? [];
     const idempotency = onMethod.find(isIdempotency) ?? (classIdempotent && IdempotencyInterceptor);
     if (!idempotency) continue;
@@ -62,4 +51,12 @@ function innermost(cls: object, methods: object[]): void {
       method,
     );
   }
+}
+
+function hasMessageHandlers(cls: object): boolean {
+  const proto = (cls as { prototype?: Record<string, object> }).prototype;
+  if (!proto) return false;
+  return new MetadataScanner()
+    .getAllMethodNames(proto)
+    .some((name) => Reflect.getMetadata(PATTERN_METADATA, proto[name]) !== undefined);
 }

@@ -7,11 +7,15 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import type { Observable } from 'rxjs';
+import { INTERCEPTORS_METADATA } from '@nestjs/common/constants.js';
 import { IDEMPOTENCY_STORE } from '../idempotency.constants.js';
 import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../idempotency-internal.constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import { IdempotencyCoordinator } from '../execution/idempotency.coordinator.js';
-import { IdempotentRouteResolver } from '../execution/idempotent-route.resolver.js';
+import {
+  type IdempotentRoute,
+  IdempotentRouteResolver,
+} from '../execution/idempotent-route.resolver.js';
 import type { IdempotencyStore } from '../interfaces/idempotency-store.interface.js';
 import { ReplayAuditService } from '../execution/replay-audit.service.js';
 import { ReplayCache } from '../execution/replay-cache.js';
@@ -26,6 +30,8 @@ import { TRANSPORT_ADAPTERS } from './transport-adapters.js';
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
   private readonly routes: IdempotentRouteResolver;
+  /** Calls whose class-level attachment passed them on to the method's. */
+  private readonly passed = new WeakSet<object>();
   private readonly adapters: readonly TransportAdapter[];
 
   constructor(
@@ -43,7 +49,28 @@ export class IdempotencyInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const route = this.routes.resolve(context);
     if (route === null) return next.handle();
+    if (this.passesOn(context, route)) return next.handle();
     const adapter = this.adapters.find((candidate) => candidate.matches(context));
     return adapter ? adapter.intercept(context, route, next) : next.handle();
   }
+
+  /**
+   * With `@Idempotent()` on a class and on its method, Nest runs the interceptor twice for one
+   * call, the class's first: that one passes the call on, so the method's handles it (innermost,
+   * with the method's interceptors already run). Any other second arrival of a call is the app's
+   * doing (a retry, a hedge), which the transports handle.
+   */
+  private passesOn(context: ExecutionContext, route: IdempotentRoute): boolean {
+    route.doubled ??= attached(context.getClass()) && attached(context.getHandler());
+    if (!route.doubled) return false;
+    const call = context.getArgs();
+    if (this.passed.delete(call)) return false;
+    this.passed.add(call);
+    return true;
+  }
 }
+
+const attached = (target: object): boolean =>
+  ((Reflect.getMetadata(INTERCEPTORS_METADATA, target) ?? []) as unknown[]).some(
+    (i) => i === IdempotencyInterceptor || i instanceof IdempotencyInterceptor,
+  );

@@ -9,6 +9,7 @@ import type { IdempotencyRequest } from '../../interfaces/idempotency-module-opt
 import { normalizeUserId } from '../../request/request-scope.js';
 import type { WireResponse } from '../../execution/handler-outcome.js';
 import { canonicalJson } from '../../execution/request-fingerprint.js';
+import { isEventHandler } from '../../execution/idempotent-route.resolver.js';
 import { graphqlFingerprintInput } from './graphql-fingerprint.js';
 import { encodeGraphQLOutput } from './graphql-output.js';
 import { replayGraphQLOutput } from './graphql-replay.js';
@@ -94,7 +95,10 @@ export function rpcRequest(
       // The same rules as the header: a printable-ASCII key of at most 255 characters.
       return parseIdempotencyKey([options.headerName, value], options.headerName);
     },
-    endpoint: `RPC ${normalizePattern(pattern)}`,
+    // Each handler of an event is its own operation, with its own scope.
+    endpoint: isEventHandler(context.getHandler())
+      ? `RPC ${normalizePattern(pattern)} ${context.getClass().name}.${context.getHandler().name}`
+      : `RPC ${normalizePattern(pattern)}`,
     userId: () => normalizeUserId(options.getRpcUserId(data, rpcContext), false),
     input: () => data,
     encode: (value) => encodeValue(value, maxBytes),

@@ -1,0 +1,98 @@
+/**
+ * `@Idempotent({ required: true })` on a resolver class with queries and field resolvers: the
+ * mutation runs once per key and replays; queries and field resolvers under it are never refused
+ * nor deduplicated (the class's attachment and the refusal of a call that comes again).
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
+import { type INestApplication, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import {
+  Args,
+  GraphQLModule,
+  Mutation,
+  Parent,
+  Query,
+  ResolveField,
+  Resolver,
+} from '@nestjs/graphql';
+import { randomUUID } from 'node:crypto';
+import { Idempotent, IdempotencyModule } from '../../lib/index.js';
+import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+
+const typeDefs = `
+  type Payment { id: ID!, amount: Int!, run: Int!, receipt: String! }
+  type Query { ping: String!, payment(id: ID!): Payment! }
+  type Mutation { createPayment(amount: Int!): Payment! }
+`;
+let runs = 0;
+
+@Idempotent({ required: true })
+@Resolver('Payment')
+class PaymentsResolver {
+  @Query('ping') ping() {
+    return 'pong';
+  }
+  @Query('payment') payment(@Args('id') id: string) {
+    return { id, amount: 1, run: 0 };
+  }
+  @Mutation('createPayment')
+  createPayment(@Args('amount') amount: number) {
+    runs++;
+    return { id: `pay_${runs}`, amount, run: runs };
+  }
+  @ResolveField('receipt') receipt(@Parent() p: { id: string }) {
+    return `r_${p.id}`;
+  }
+}
+
+describe('class-level @Idempotent() on a resolver with field resolvers', () => {
+  let db: MigratedDatabase;
+  let app: INestApplication;
+  let url: string;
+  const gql = async (query: string, key?: string) => {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
+      body: JSON.stringify({ query }),
+    });
+    return res.json() as Promise<any>;
+  };
+  beforeAll(async () => {
+    db = await createMigratedDatabase('gql_class');
+    @Module({
+      imports: [
+        GraphQLModule.forRoot<ApolloDriverConfig>({
+          driver: ApolloDriver,
+          typeDefs,
+          fieldResolverEnhancers: ['interceptors', 'guards'],
+        }),
+        IdempotencyModule.forRoot({ dataSource: db.dataSource, cleanup: { enabled: false } }),
+      ],
+      providers: [PaymentsResolver],
+    })
+    class AppModule {}
+    app = await NestFactory.create(AppModule, { logger: false });
+    await app.listen(0, '127.0.0.1');
+    url = `${await app.getUrl()}/graphql`;
+  });
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  it('mutation once per key, field resolvers and queries unaffected', async () => {
+    const key = randomUUID();
+    const q = 'mutation { createPayment(amount: 5) { id run receipt } }';
+    const a = await gql(q, key);
+    const b = await gql(q, key);
+    expect(a).toEqual({ data: { createPayment: { id: 'pay_1', run: 1, receipt: 'r_pay_1' } } });
+    expect(b).toEqual(a);
+    expect(
+      await gql('{ ping a: payment(id: "1") { receipt } b: payment(id: "2") { receipt } }'),
+    ).toEqual({
+      data: { ping: 'pong', a: { receipt: 'r_1' }, b: { receipt: 'r_2' } },
+    });
+    expect(runs).toBe(1);
+  });
+});
