@@ -5,6 +5,7 @@ import { IDEMPOTENCY_RESOLVED_OPTIONS } from './idempotency-internal.constants.j
 import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
 import { resolveIdempotencyOptions } from './idempotency-options.resolve.js';
 import { IdempotencyInterceptor } from './transports/idempotency.interceptor.js';
+import { ClassIdempotencyInterceptor } from './transports/class-idempotency.interceptor.js';
 import { IdempotencyInterceptorOrder } from './transports/idempotency-interceptor.order.js';
 import {
   ConfigurableIdempotencyModule,
@@ -81,6 +82,7 @@ const initializedHere = new WeakSet<DataSource>();
         invalidatedReplayCache(options.replayCache, store),
     },
     IdempotencyInterceptor,
+    ClassIdempotencyInterceptor,
     IdempotencyInterceptorOrder,
   ],
   exports: [
@@ -90,6 +92,7 @@ const initializedHere = new WeakSet<DataSource>();
     ReplayAuditService,
     ReplayCache,
     IdempotencyInterceptor,
+    ClassIdempotencyInterceptor,
   ],
 })
 export class IdempotencyModule

@@ -1,6 +1,7 @@
 import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
 import { IDEMPOTENT_METADATA } from '../idempotency-internal.constants.js';
 import { IdempotencyInterceptor } from '../transports/idempotency.interceptor.js';
+import { ClassIdempotencyInterceptor } from '../transports/class-idempotency.interceptor.js';
 import type { IdempotentOptions } from '../interfaces/idempotent-options.interface.js';
 import { checkIdempotentOptions } from './idempotent-options.check.js';
 
@@ -22,10 +23,13 @@ export const Idempotent = (options: IdempotentOptions = {}) => {
     );
   }
   checkIdempotentOptions(options);
-  return applyDecorators(
-    SetMetadata(IDEMPOTENT_METADATA, definedOnly(options)),
-    UseInterceptors(IdempotencyInterceptor),
-  );
+  const metadata = SetMetadata(IDEMPOTENT_METADATA, definedOnly(options));
+  const onMethod = applyDecorators(metadata, UseInterceptors(IdempotencyInterceptor));
+  // On a class, the class's own attachment: it steps aside for a method's (see its comment).
+  const onClass = applyDecorators(metadata, UseInterceptors(ClassIdempotencyInterceptor));
+  return ((target: object, key?: string | symbol, descriptor?: PropertyDescriptor) =>
+    descriptor ? onMethod(target, key, descriptor) : onClass(target)) as ClassDecorator &
+    MethodDecorator;
 };
 
 /**

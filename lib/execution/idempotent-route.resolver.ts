@@ -25,8 +25,6 @@ export interface IdempotentRoute {
   successStatus: number;
   /** The handler's `@Version()` (or its controller's), as JSON; undefined when it declares none. */
   version?: string;
-  /** Set by the interceptor: attached on the class and on the method (see `passesOn`). */
-  doubled?: boolean;
 }
 
 /**

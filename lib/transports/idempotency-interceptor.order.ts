@@ -3,10 +3,10 @@ import { Injectable } from '@nestjs/common';
 import { MetadataScanner, ModulesContainer } from '@nestjs/core';
 import { IDEMPOTENT_METADATA } from '../idempotency-internal.constants.js';
 import { controllerRoutes } from '../idempotent-routes.scan.js';
-import { IdempotencyInterceptor } from './idempotency.interceptor.js';
-
-const isIdempotency = (i: unknown) =>
-  i === IdempotencyInterceptor || i instanceof IdempotencyInterceptor;
+import {
+  IdempotencyInterceptor,
+  isIdempotencyInterceptor as isIdempotency,
+} from './idempotency.interceptor.js';
 
 /** `@nestjs/microservices`' `PATTERN_METADATA`: a message or event handler. */
 const PATTERN_METADATA = 'microservices:pattern';
@@ -18,19 +18,25 @@ const PATTERN_METADATA = 'microservices:pattern';
  * `FileInterceptor` has parsed the upload, for instance. A class-level attachment is taken off the
  * class only when every handler of it is an HTTP route: message and event handlers keep it where
  * Nest runs it, outside their own interceptors (a `ClassSerializerInterceptor` on the method then
- * shapes the value stored), as resolvers do; the interceptor passes such a doubled call on once
- * (`IdempotencyInterceptor.passesOn`). Nest reads interceptor metadata when it maps routes
+ * shapes the value stored), as resolvers do; where such a method has its own `@Idempotent()`, the
+ * class's attachment steps aside (`ClassIdempotencyInterceptor`). Nest reads interceptor metadata when it maps routes
  * (`app.init()`), after every provider was built, so a provider's constructor is the last moment
  * to reorder it. Reordering twice changes nothing.
  */
 @Injectable()
 export class IdempotencyInterceptorOrder {
-  constructor(modules: ModulesContainer) {
-    for (const { cls, routes } of controllerRoutes(modules)) innermost(cls, routes);
+  // The instance, not the class: Nest resolves an interceptor class only among those it found
+  // on the controller when it scanned it, and a class-level `@Idempotent()` put another there.
+  constructor(modules: ModulesContainer, interceptor: IdempotencyInterceptor) {
+    for (const { cls, routes } of controllerRoutes(modules)) innermost(cls, routes, interceptor);
   }
 }
 
-function innermost(cls: object, routes: { handler: object }[]): void {
+function innermost(
+  cls: object,
+  routes: { handler: object }[],
+  interceptor: IdempotencyInterceptor,
+): void {
   const onClass: unknown[] = Reflect.getMetadata(INTERCEPTORS_METADATA, cls) ?? [];
   const classIdempotent =
     onClass.some(isIdempotency) || Reflect.getMetadata(IDEMPOTENT_METADATA, cls) !== undefined;
@@ -43,7 +49,7 @@ function innermost(cls: object, routes: { handler: object }[]): void {
   }
   for (const { handler: method } of routes) {
     const onMethod: unknown[] = Reflect.getMetadata(INTERCEPTORS_METADATA, method) ?? [];
-    const idempotency = onMethod.find(isIdempotency) ?? (classIdempotent && IdempotencyInterceptor);
+    const idempotency = onMethod.find(isIdempotency) ?? (classIdempotent && interceptor);
     if (!idempotency) continue;
     Reflect.defineMetadata(
       INTERCEPTORS_METADATA,

@@ -12,10 +12,7 @@ import { IDEMPOTENCY_STORE } from '../idempotency.constants.js';
 import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../idempotency-internal.constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import { IdempotencyCoordinator } from '../execution/idempotency.coordinator.js';
-import {
-  type IdempotentRoute,
-  IdempotentRouteResolver,
-} from '../execution/idempotent-route.resolver.js';
+import { IdempotentRouteResolver } from '../execution/idempotent-route.resolver.js';
 import type { IdempotencyStore } from '../interfaces/idempotency-store.interface.js';
 import { ReplayAuditService } from '../execution/replay-audit.service.js';
 import { ReplayCache } from '../execution/replay-cache.js';
@@ -30,8 +27,6 @@ import { TRANSPORT_ADAPTERS } from './transport-adapters.js';
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
   private readonly routes: IdempotentRouteResolver;
-  /** Calls whose class-level attachment passed them on to the method's. */
-  private readonly passed = new WeakSet<object>();
   private readonly adapters: readonly TransportAdapter[];
 
   constructor(
@@ -49,28 +44,19 @@ export class IdempotencyInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const route = this.routes.resolve(context);
     if (route === null) return next.handle();
-    if (this.passesOn(context, route)) return next.handle();
     const adapter = this.adapters.find((candidate) => candidate.matches(context));
     return adapter ? adapter.intercept(context, route, next) : next.handle();
   }
-
-  /**
-   * With `@Idempotent()` on a class and on its method, Nest runs the interceptor twice for one
-   * call, the class's first: that one passes the call on, so the method's handles it (innermost,
-   * with the method's interceptors already run). Any other second arrival of a call is the app's
-   * doing (a retry, a hedge), which the transports handle.
-   */
-  private passesOn(context: ExecutionContext, route: IdempotentRoute): boolean {
-    route.doubled ??= attached(context.getClass()) && attached(context.getHandler());
-    if (!route.doubled) return false;
-    const call = context.getArgs();
-    if (this.passed.delete(call)) return false;
-    this.passed.add(call);
-    return true;
-  }
 }
 
-const attached = (target: object): boolean =>
+/** The idempotency interceptor, as a class (or a subclass) or an instance, in interceptor metadata. */
+export const isIdempotencyInterceptor = (i: unknown): boolean =>
+  i === IdempotencyInterceptor ||
+  i instanceof IdempotencyInterceptor ||
+  (typeof i === 'function' && i.prototype instanceof IdempotencyInterceptor);
+
+/** Whether `target` (a class or a method) carries the idempotency interceptor itself. */
+export const attachesIdempotency = (target: object): boolean =>
   ((Reflect.getMetadata(INTERCEPTORS_METADATA, target) ?? []) as unknown[]).some(
-    (i) => i === IdempotencyInterceptor || i instanceof IdempotencyInterceptor,
+    isIdempotencyInterceptor,
   );
