@@ -2,6 +2,7 @@
 export const ALL_VARIANTS = [
   'baseline',
   'raw-sql',
+  'raw-sql-padded',
   'raw-cache',
   'module',
   'module-nocache',
