@@ -1,5 +1,6 @@
 import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum.js';
 import {
+  HOST_METADATA,
   HTTP_CODE_METADATA,
   METHOD_METADATA,
   RESPONSE_PASSTHROUGH_METADATA,
@@ -25,6 +26,8 @@ export interface IdempotentRoute {
   successStatus: number;
   /** The handler's `@Version()` (or its controller's), as JSON; undefined when it declares none. */
   version?: string;
+  /** The controller's `host` patterns, as JSON; undefined when it is bound to none. */
+  hosts?: string;
 }
 
 /**
@@ -77,6 +80,7 @@ export class IdempotentRouteResolver {
         Reflect.getMetadata(HTTP_CODE_METADATA, handler) ??
         (Reflect.getMetadata(METHOD_METADATA, handler) === RequestMethod.POST ? 201 : 200),
       version: declaredVersion(cls, handler),
+      hosts: declaredHosts(cls),
     };
   }
 }
@@ -94,6 +98,17 @@ function declaredVersion(cls: object, handler: Handler): string | undefined {
     typeof v === 'symbol' ? 'VERSION_NEUTRAL' : String(v),
   );
   return JSON.stringify(versions.sort());
+}
+
+/**
+ * Two controllers bound to different fixed hosts can serve the same path: their patterns go into
+ * the fingerprint, so a key used on one is refused on the other. One controller's several hosts
+ * stay one route.
+ */
+function declaredHosts(cls: object): string | undefined {
+  const declared: unknown = Reflect.getMetadata(HOST_METADATA, cls);
+  if (declared === undefined) return undefined;
+  return JSON.stringify((Array.isArray(declared) ? declared : [declared]).map(String).sort());
 }
 
 /** Mirrors Nest's own test: a `@Res()`/`@Next()` parameter without passthrough. */

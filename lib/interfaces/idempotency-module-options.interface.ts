@@ -160,9 +160,9 @@ export interface IdempotencyModuleOptions {
    */
   storeIf?: StoreIfFn;
   /**
-   * What of the body goes into the SHA-256 fingerprint. The method, route pattern, route params,
-   * parsed query, host name (host-param routes), the handler's version and uploaded files (multer's
-   * `req.file`/`req.files`) are always in it.
+   * What of the body goes into the SHA-256 fingerprint; a Promise is awaited. The method, route
+   * pattern, route params, parsed query, host name (host-param routes), the controller's hosts, the
+   * handler's version and uploaded files (multer's `req.file`/`req.files`) are always in it.
    * @default (req) => req.body
    * @example (req) => ({ amount: req.body.amount, currency: req.body.currency })
    */

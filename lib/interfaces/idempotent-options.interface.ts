@@ -13,7 +13,8 @@ export interface IdempotentOptions {
    */
   required?: boolean;
   /**
-   * Scope name stored in `endpoint`; two routes with the same name share keys. At most 255
+   * Scope name stored in `endpoint`; two routes with the same name share keys (a key used on
+   * one is refused with 409 on the other, never answered with its response). At most 255
    * characters; a derived pattern longer than that is stored as its start, ` #` and its SHA-256.
    * @default '<METHOD> <route pattern>', e.g. 'POST /payments/:id/refunds'
    */

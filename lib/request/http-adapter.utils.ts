@@ -9,8 +9,16 @@ export function rawResponse(res: PlatformResponse): ServerResponse {
   return (res.raw ?? res) as ServerResponse;
 }
 
-export function rawHeaders(req: IdempotencyRequest): string[] {
-  return (req.raw ?? req).rawHeaders ?? [];
+/**
+ * The key header as the app sees it (`req.headers`), as the parser's name/value list: what a
+ * middleware set or a serverless adapter filled counts, not only what came on the socket. Node
+ * joins a header sent twice into one `a, b`, which the parser refuses as a list.
+ */
+export function keyHeader(req: IdempotencyRequest, lowerName: string): string[] {
+  const value: unknown = req.headers?.[lowerName];
+  if (value === undefined) return [];
+  if (Array.isArray(value)) return value.flatMap((v) => [lowerName, String(v)]);
+  return [lowerName, String(value)];
 }
 
 /** `METHOD /route/:pattern`, the default scope name of a route. */
@@ -33,7 +41,7 @@ export function hijack(res: PlatformResponse): void {
 
 /** Whether the request carries a body (whether or not a parser read it). */
 export function hasBody(req: IdempotencyRequest): boolean {
-  const headers = (req.raw ?? req).headers ?? {};
+  const headers = req.headers ?? {};
   const length = headers['content-length'];
   return (length !== undefined && length !== '0') || headers['transfer-encoding'] !== undefined;
 }

@@ -4,8 +4,8 @@ export class InvalidIdempotencyKeyError extends Error {}
 export const MAX_KEY_LENGTH = 255;
 
 /**
- * Finds the key header in the raw header list (so a header sent twice is seen, not joined)
- * and validates it. Returns undefined when the header is absent.
+ * Finds the key header in a name/value list (a message's headers, or `keyHeader(req)`) and
+ * validates it: sent twice, or as a list, it is refused. Returns undefined when the header is absent.
  * Accepts a bare token or an RFC 8941 sf-string (`"..."`); both name the same key.
  */
 export function parseIdempotencyKey(

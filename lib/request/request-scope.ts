@@ -3,7 +3,7 @@ import { ProblemCode } from '../idempotency.constants.js';
 import type { IdempotencyRequest } from '../interfaces/idempotency-module-options.interface.js';
 import { fingerprintRequest } from '../execution/request-fingerprint.js';
 import { RequestRefusedError } from './request-refused.error.js';
-import { requestTarget } from './request-target.js';
+import { requestTarget, type RouteMarks } from './request-target.js';
 import { defaultUserId } from '../idempotency.defaults.js';
 
 /** Longest user id accepted, in characters (Unicode code points), like the key. */
@@ -72,7 +72,7 @@ export class RequestScope {
 
   /**
    * SHA-256 over the route, its params, the parsed query, the host name of a host-param route,
-   * the handler's version, uploaded files and the selected body.
+   * the controller's hosts, the handler's version, uploaded files and the selected body.
    * Synchronous unless uploads must be read, so a cached replay awaits nothing.
    */
   fingerprint(
@@ -80,9 +80,16 @@ export class RequestScope {
     endpoint: string,
     selected: unknown,
     method: string = req.method,
-    version?: string,
+    route: RouteMarks = {},
   ): string | Promise<string> {
-    const target = this.logOnce(endpoint, () => requestTarget(req, method, version));
+    const target = this.logOnce(endpoint, () => {
+      // Both would hash as `{}`: every request with the key would be the same request.
+      if (selected instanceof Map || selected instanceof Set)
+        throw misconfigured(
+          'the fingerprint option returned a Map or Set, which hashes as {}; return a plain object or array',
+        );
+      return requestTarget(req, method, route);
+    });
     if (typeof target === 'string') return fingerprintRequest(method, target, selected);
     return target.then((t) => fingerprintRequest(method, t, selected));
   }

@@ -16,9 +16,9 @@ import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { randomUUID } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
 import { Idempotent, IdempotencyModule } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+import { postWithHost as post } from '../fixtures/host-request.js';
 import { Executions, type Platform } from '../fixtures/payments.fixture.js';
 
 /** Longer than the endpoint column (255), as a deep REST route under a global prefix can be. */
@@ -100,49 +100,6 @@ function controllers(exec: Executions) {
     LongController,
     RefundsController,
   ];
-}
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-/** A POST with the given Host (fetch may not set it). */
-function post(
-  url: string,
-  path: string,
-  headers: Record<string, string>,
-  body: unknown,
-  method = 'POST',
-) {
-  const payload = body === undefined ? '' : JSON.stringify(body);
-  return new Promise<Answer>((resolve, reject) => {
-    const req = httpRequest(
-      new URL(path, url),
-      {
-        method,
-        headers: {
-          ...(payload ? { 'content-type': 'application/json' } : {}),
-          'content-length': String(Buffer.byteLength(payload)),
-          ...headers,
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode as number,
-            headers: res.headers,
-            body: Buffer.concat(chunks).toString(),
-          }),
-        );
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
 }
 
 describe.each<Platform>(['express', 'fastify'])('what a request addresses, on %s', (platform) => {

@@ -29,14 +29,17 @@ describe('requestTarget', () => {
   it('adds the host name and the version only when there are some, so other hashes stay the same', () => {
     const plain = requestTarget(express());
     expect(requestTarget({ ...express(), hosts: {}, hostname: 'a.com' })).toBe(plain);
-    expect(requestTarget(express(), 'POST', undefined)).toBe(plain);
+    expect(requestTarget(express(), 'POST', {})).toBe(plain);
     const acme = requestTarget({ ...express(), hosts: { t: 'acme' }, hostname: 'ACME.a.com' });
     expect(acme).toBe(`${plain}host "acme.a.com"\n`);
     // Two host patterns may give the same params: the name Nest matched tells them apart.
     expect(requestTarget({ ...express(), hosts: { t: 'acme' }, hostname: 'acme.b.com' })).not.toBe(
       acme,
     );
-    expect(requestTarget(express(), 'POST', '["2"]')).toBe(`${plain}version ["2"]\n`);
+    expect(requestTarget(express(), 'POST', { version: '["2"]' })).toBe(`${plain}version ["2"]\n`);
+    expect(requestTarget(express(), 'POST', { hosts: '["a.com"]' })).toBe(
+      `${plain}hosts ["a.com"]\n`,
+    );
   });
 
   it('is the route pattern, params, parsed query and files: not the raw URL', async () => {

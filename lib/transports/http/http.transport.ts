@@ -15,7 +15,7 @@ import type { IdempotentRoute } from '../../execution/idempotent-route.resolver.
 import {
   hasBody,
   type PlatformResponse,
-  rawHeaders,
+  keyHeader,
   rawResponse,
   routeEndpoint,
 } from '../../request/http-adapter.utils.js';
@@ -39,6 +39,9 @@ interface HttpRun {
 }
 /** Requests the interceptor handles (beside them rather than a new key on `req`). */
 const calls = new ActiveCalls<HttpRun>();
+
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 
 /**
  * HTTP (Express, Fastify): reads the key header and the request, then writes the replay, the
@@ -71,7 +74,7 @@ class HttpTransport implements TransportAdapter {
 
     let key: string | undefined;
     try {
-      key = parseIdempotencyKey(rawHeaders(req), options.headerName);
+      key = parseIdempotencyKey(keyHeader(req, options.headerName), options.headerName);
     } catch (err) {
       if (!(err instanceof InvalidIdempotencyKeyError)) throw err;
       throw this.refusals.problem(res, 400, ProblemCode.KeyInvalid, { detail: err.message });
@@ -85,13 +88,10 @@ class HttpTransport implements TransportAdapter {
     const endpoint = route.endpoint ?? scopeEndpoint(routeEndpoint(req, method));
     const userId = this.refusals.refusing(res, () => this.requests.userId(req, endpoint));
     const selected = options.fingerprint(req);
-    if (selected === undefined && hasBody(req)) {
-      // A body nothing parsed cannot be compared: reusing the key with another body would replay.
-      throw this.refusals.problem(res, 415, ProblemCode.BodyUnreadable);
-    }
-    const hash = this.refusals.refusing(res, () =>
-      this.requests.fingerprint(req, endpoint, selected, method, route.version),
-    );
+    // An async `fingerprint` (files read from a multipart parser) is awaited, not hashed as `{}`.
+    const hash = isThenable(selected)
+      ? Promise.resolve(selected).then((s) => this.hashOf(req, res, endpoint, s, method, route))
+      : this.hashOf(req, res, endpoint, selected, method, route);
     const scope = { key, endpoint, userId };
     if (typeof hash === 'string') {
       // A hot replay: answered here, without a promise or a claim.
@@ -106,6 +106,23 @@ class HttpTransport implements TransportAdapter {
       (mark) => this.claimAndRoute(route, req, res, scope, hash, next, onlyReplay, mark),
       calls,
       req,
+    );
+  }
+
+  private hashOf(
+    req: IdempotencyRequest,
+    res: PlatformResponse,
+    endpoint: string,
+    selected: unknown,
+    method: string,
+    route: IdempotentRoute,
+  ): string | Promise<string> {
+    if (selected === undefined && hasBody(req)) {
+      // A body nothing parsed cannot be compared: reusing the key with another body would replay.
+      throw this.refusals.problem(res, 415, ProblemCode.BodyUnreadable);
+    }
+    return this.refusals.refusing(res, () =>
+      this.requests.fingerprint(req, endpoint, selected, method, route),
     );
   }
 

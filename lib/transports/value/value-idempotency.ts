@@ -98,7 +98,10 @@ export class ValueIdempotency {
       if (!(err instanceof RequestRefusedError)) throw err;
       throw await fail(err.status, err.code, { detail: err.message });
     }
-    const requestHash = fingerprintRequest(type.toUpperCase(), endpoint, request.input());
+    // A name shared by several handlers (`endpoint` option) shares keys, never stored values:
+    // the pattern or field tells them apart, as the route pattern does over HTTP.
+    const hashed = route.endpoint === undefined ? endpoint : `${endpoint}\n${request.endpoint}`;
+    const requestHash = fingerprintRequest(type.toUpperCase(), hashed, request.input());
     const scope = { key, endpoint, userId };
     const decision = await this.coordinator.decide({ scope, requestHash, route });
     switch (decision.type) {

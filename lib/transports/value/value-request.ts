@@ -4,7 +4,7 @@ import {
   InvalidIdempotencyKeyError,
   parseIdempotencyKey,
 } from '../../request/idempotency-key.parser.js';
-import { rawHeaders } from '../../request/http-adapter.utils.js';
+import { keyHeader } from '../../request/http-adapter.utils.js';
 import type { IdempotencyRequest } from '../../interfaces/idempotency-module-options.interface.js';
 import { normalizeUserId } from '../../request/request-scope.js';
 import type { WireResponse } from '../../execution/handler-outcome.js';
@@ -63,7 +63,8 @@ export function graphqlRequest(
   const req: IdempotencyRequest = gqlContext?.req ?? gqlContext?.request;
   const field = `${info?.parentType?.name ?? 'Mutation'}.${info?.fieldName ?? context.getHandler().name}`;
   return {
-    key: () => (req ? parseIdempotencyKey(rawHeaders(req), options.headerName) : undefined),
+    key: () =>
+      req ? parseIdempotencyKey(keyHeader(req, options.headerName), options.headerName) : undefined,
     endpoint: field,
     req,
     input: () => graphqlFingerprintInput(info, args),
