@@ -18,8 +18,8 @@ import { keyedLoad } from './keyed-load.js';
 
 const { args, variants, scenario, n } = toolArgs(
   'raw-single,module-single',
-  { requests: 400, warmup: 3000, windows: 5 },
-  ['keep'],
+  { requests: 400, warmup: 3000, windows: 5, connections: 8 },
+  ['keep', 'cache-sim'],
 );
 const { requests, warmup } = n;
 /**
@@ -30,15 +30,24 @@ const { requests, warmup } = n;
 const windows = n.windows;
 /** `--keep DIR`: leave the callgrind dumps there, for `callgrind_annotate` (GC, timers, crypto by C++ symbol). */
 const keep = args.get('keep');
+/**
+ * `--cache-sim on`: callgrind also simulates the caches (first-level instruction and data, last
+ * level) and the tool prints the main thread's misses per request and valgrind's cycle estimate
+ * (Ir + 10 × L1 misses + 100 × LL misses): whether the same count of instructions costs more when
+ * it touches more code and data. Slower, and a model of this machine's caches, not a measurement.
+ */
+const cacheSim = args.get('cache-sim') === 'on';
 
 /** One counted window, per request: the main thread's instructions, and all threads'. */
 interface Window {
   main: number;
   all: number;
+  /** The main thread's events per request by name (Ir, I1mr, D1mr, DLmr, ...), with `--cache-sim on`. */
+  events?: Record<string, number>;
 }
 
 const load = (url: string, amount: number, variant: VariantName) =>
-  keyedLoad(url, { scenario, prefix: `instr-${variant}`, amount });
+  keyedLoad(url, { scenario, prefix: `instr-${variant}`, amount, connections: n.connections });
 
 /** Instructions per request of `variant` in each of `windows` windows of `requests`, after `warmup` uninstrumented. */
 async function count(variant: VariantName, db: BenchDatabase, dir: string): Promise<Window[]> {
@@ -53,6 +62,7 @@ async function count(variant: VariantName, db: BenchDatabase, dir: string): Prom
       // One dump per thread: the main thread's count leaves out V8's helper threads (concurrent
       // marking, background compiles), whose share of a window is what made windows differ.
       '--separate-threads=yes',
+      ...(cacheSim ? ['--cache-sim=yes'] : []),
       `--callgrind-out-file=${out}`,
       process.execPath,
       file,
@@ -90,12 +100,19 @@ async function count(variant: VariantName, db: BenchDatabase, dir: string): Prom
         throw new Error(`${variant}: ${result.non2xx} of ${requests} answers were not 2xx`);
       // Window w is dump w, one file per thread: <variant>.out.<w>-<thread>, thread 01 the main one.
       const files = (await readdir(dir)).filter((f) => f.startsWith(`${variant}.out.${w}-`));
-      const window = { main: 0, all: 0 };
+      const window: Window = { main: 0, all: 0 };
       for (const f of files) {
-        const totals = /^totals: (\d+)/m.exec(await readFile(path.join(dir, f), 'utf8'));
+        const text = await readFile(path.join(dir, f), 'utf8');
+        const totals = /^totals: ([\d ]+)/m.exec(text);
         if (!totals) throw new Error(`${variant}: no totals in the callgrind dump ${f}`);
-        window.all += Number(totals[1]) / requests;
-        if (f.endsWith('-01')) window.main += Number(totals[1]) / requests;
+        const values = totals[1].trim().split(' ').map(Number);
+        window.all += values[0] / requests;
+        if (!f.endsWith('-01')) continue;
+        window.main += values[0] / requests;
+        const names = /^events: (.+)$/m.exec(text)?.[1].trim().split(' ') ?? [];
+        window.events = Object.fromEntries(
+          names.map((name, i) => [name, (values[i] ?? 0) / requests]),
+        );
       }
       if (window.main === 0) throw new Error(`${variant}: no main-thread dump for window ${w}`);
       perWindow.push(window);
@@ -107,6 +124,16 @@ async function count(variant: VariantName, db: BenchDatabase, dir: string): Prom
       child.exitCode === null ? child.once('exit', resolve) : resolve(null),
     );
   }
+}
+
+/** The main thread's misses per request (means of the windows) and valgrind's cycle estimate. */
+function cacheLine(perWindow: Window[]): string {
+  const ev = (name: string) =>
+    perWindow.reduce((sum, w) => sum + (w.events?.[name] ?? 0), 0) / perWindow.length;
+  const l1 = ev('I1mr') + ev('D1mr') + ev('D1mw');
+  const ll = ev('ILmr') + ev('DLmr') + ev('DLmw');
+  const k = (n: number) => (n / 1e3).toFixed(1);
+  return `main thread per request: I1 misses ${k(ev('I1mr'))} K, D1 misses ${k(ev('D1mr') + ev('D1mw'))} K, LL misses ${k(ll)} K; estimated cycles ${((ev('Ir') + 10 * l1 + 100 * ll) / 1e6).toFixed(2)} M`;
 }
 
 const db = await BenchDatabase.create(
@@ -134,6 +161,7 @@ try {
     console.log(
       `${variant.padEnd(15)} main thread ${m(mean(main))} M instructions/request (windows ${span(main)})${ratio}; all threads ${m(mean(all))} M (${span(all)})`,
     );
+    if (cacheSim) console.log(`${''.padEnd(15)} ${cacheLine(perWindow)}`);
   }
 } finally {
   if (keep) console.log(`callgrind dumps kept in ${dir}`);
