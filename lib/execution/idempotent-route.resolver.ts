@@ -28,6 +28,8 @@ export interface IdempotentRoute {
   version?: string;
   /** The controller's `host` patterns, as JSON; undefined when it is bound to none. */
   hosts?: string;
+  /** One of them matches many host names (a RegExp, or a pattern with params). */
+  hostVaries?: boolean;
 }
 
 /**
@@ -80,7 +82,7 @@ export class IdempotentRouteResolver {
         Reflect.getMetadata(HTTP_CODE_METADATA, handler) ??
         (Reflect.getMetadata(METHOD_METADATA, handler) === RequestMethod.POST ? 201 : 200),
       version: declaredVersion(cls, handler),
-      hosts: declaredHosts(cls),
+      ...declaredHosts(cls),
     };
   }
 }
@@ -105,10 +107,14 @@ function declaredVersion(cls: object, handler: Handler): string | undefined {
  * the fingerprint, so a key used on one is refused on the other. One controller's several hosts
  * stay one route.
  */
-function declaredHosts(cls: object): string | undefined {
+function declaredHosts(cls: object): { hosts?: string; hostVaries?: boolean } {
   const declared: unknown = Reflect.getMetadata(HOST_METADATA, cls);
-  if (declared === undefined) return undefined;
-  return JSON.stringify((Array.isArray(declared) ? declared : [declared]).map(String).sort());
+  if (declared === undefined) return {};
+  const list = Array.isArray(declared) ? declared : [declared];
+  return {
+    hosts: JSON.stringify(list.map(String).sort()),
+    hostVaries: list.some((h) => typeof h !== 'string' || h.includes(':')),
+  };
 }
 
 /** Mirrors Nest's own test: a `@Res()`/`@Next()` parameter without passthrough. */

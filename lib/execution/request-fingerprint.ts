@@ -32,10 +32,34 @@ export function canonicalJsonOfRecord(value: object | undefined): string {
 
 type Frame = { value: unknown; keys?: string[]; index: number; isArray: boolean; wrote?: boolean };
 
-/** JSON.stringify with sorted keys; iterative, so a deeply nested body cannot overflow the stack. */
+/**
+ * A value whose JSON says nothing of it (a Promise, a Map or Set: `{}`) or never ends (a cycle):
+ * hashed, every request would be the same request, or the process would run out of memory.
+ */
+export class UnhashableValueError extends Error {}
+
+function refuseUnhashable(value: object, path: Set<object>): void {
+  if (path.has(value)) throw new UnhashableValueError('it refers to itself (a cycle)');
+  if (typeof (value as { then?: unknown }).then === 'function')
+    throw new UnhashableValueError('it holds a Promise (await it in an async fingerprint)');
+  if (
+    value instanceof Map ||
+    value instanceof Set ||
+    value instanceof WeakMap ||
+    value instanceof WeakSet
+  )
+    throw new UnhashableValueError('it holds a Map or Set, whose JSON is {}');
+}
+
+/**
+ * JSON.stringify with sorted keys; iterative, so a deeply nested body cannot overflow the stack.
+ * Throws `UnhashableValueError` where JSON.stringify would say `{}` of a Promise, Map or Set, or
+ * never end.
+ */
 export function canonicalJson(root: unknown): string {
   let out = '';
   const stack: Frame[] = [];
+  const path = new Set<object>();
   const open = (value: unknown): void => {
     if (
       value !== null &&
@@ -48,6 +72,8 @@ export function canonicalJson(root: unknown): string {
       out += JSON.stringify(value) ?? 'null';
       return;
     }
+    refuseUnhashable(value, path);
+    path.add(value);
     if (Array.isArray(value)) {
       out += '[';
       stack.push({ value, index: 0, isArray: true });
@@ -64,7 +90,7 @@ export function canonicalJson(root: unknown): string {
       const arr = frame.value as unknown[];
       if (frame.index >= arr.length) {
         out += ']';
-        stack.pop();
+        path.delete((stack.pop() as Frame).value as object);
         continue;
       }
       if (frame.index > 0) out += ',';
@@ -76,7 +102,7 @@ export function canonicalJson(root: unknown): string {
       while (frame.index < keys.length && skip(obj[keys[frame.index]])) frame.index++;
       if (frame.index >= keys.length) {
         out += '}';
-        stack.pop();
+        path.delete((stack.pop() as Frame).value as object);
         continue;
       }
       if (frame.wrote) out += ',';

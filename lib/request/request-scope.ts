@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import { ProblemCode } from '../idempotency.constants.js';
 import type { IdempotencyRequest } from '../interfaces/idempotency-module-options.interface.js';
-import { fingerprintRequest } from '../execution/request-fingerprint.js';
+import { fingerprintRequest, UnhashableValueError } from '../execution/request-fingerprint.js';
 import { RequestRefusedError } from './request-refused.error.js';
 import { requestTarget, type RouteMarks } from './request-target.js';
 import { defaultUserId } from '../idempotency.defaults.js';
@@ -55,6 +55,18 @@ export function normalizeUserId(value: unknown, hasUser: boolean, customGetter =
   return id;
 }
 
+/** The fingerprint, or a 500 where what was selected cannot be hashed (it would be `{}`). */
+function hashable(method: string, target: string, selected: unknown): string {
+  try {
+    return fingerprintRequest(method, target, selected);
+  } catch (err) {
+    if (!(err instanceof UnhashableValueError)) throw err;
+    throw misconfigured(
+      `the request's fingerprint cannot be hashed: ${err.message}; make the fingerprint option return plain data`,
+    );
+  }
+}
+
 /** Who a request belongs to and what it is; each configuration error is logged once per route. */
 export class RequestScope {
   private readonly logged = new Set<string>();
@@ -82,16 +94,9 @@ export class RequestScope {
     method: string = req.method,
     route: RouteMarks = {},
   ): string | Promise<string> {
-    const target = this.logOnce(endpoint, () => {
-      // Both would hash as `{}`: every request with the key would be the same request.
-      if (selected instanceof Map || selected instanceof Set)
-        throw misconfigured(
-          'the fingerprint option returned a Map or Set, which hashes as {}; return a plain object or array',
-        );
-      return requestTarget(req, method, route);
-    });
-    if (typeof target === 'string') return fingerprintRequest(method, target, selected);
-    return target.then((t) => fingerprintRequest(method, t, selected));
+    const target = this.logOnce(endpoint, () => requestTarget(req, method, route));
+    const hash = (t: string) => this.logOnce(endpoint, () => hashable(method, t, selected));
+    return typeof target === 'string' ? hash(target) : target.then(hash);
   }
 
   private logOnce<T>(endpoint: string, work: () => T): T {

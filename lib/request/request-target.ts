@@ -1,12 +1,14 @@
 import { routeEndpoint } from './http-adapter.utils.js';
 import type { IdempotencyRequest } from '../interfaces/idempotency-module-options.interface.js';
 import { canonicalJson, canonicalJsonOfRecord } from '../execution/request-fingerprint.js';
-import { uploadedFiles } from './uploaded-files.js';
+import { hasUploads, uploadedFiles } from './uploaded-files.js';
 
 /** What of the route's declaration tells handlers on one path apart (`IdempotentRoute`). */
 export interface RouteMarks {
   version?: string;
   hosts?: string;
+  /** A host pattern matches many names (a RegExp, or params): the name is part of the request. */
+  hostVaries?: boolean;
 }
 
 /**
@@ -24,18 +26,18 @@ export function requestTarget(
   method: string = req.method,
   route: RouteMarks = {},
 ): string | Promise<string> {
-  const { version, hosts } = route;
+  const { version, hosts, hostVaries } = route;
   let target = `${routeEndpoint(req, method)}\n${canonicalJsonOfRecord(req.params)}\n${canonicalJsonOfRecord(req.query)}\n`;
   // Nest sets `req.hosts` (to `{}` at least) on every request of a host-bound controller. The
   // host name, which Nest matched (case-insensitively), not its params: with several patterns
   // (`[':tenant.a.com', ':tenant.b.com']`) x.a.com and x.b.com give the same params.
-  if (req.hosts !== undefined && canonicalJsonOfRecord(req.hosts) !== '{}') {
+  if (hostVaries || (req.hosts !== undefined && canonicalJsonOfRecord(req.hosts) !== '{}')) {
     target += `host ${JSON.stringify(String(req.hostname ?? '').toLowerCase())}\n`;
   }
   if (hosts !== undefined) target += `hosts ${hosts}\n`;
   if (version !== undefined) target += `version ${version}\n`;
   // Synchronous unless there are uploads to hash: a cached replay then needs no await at all.
-  if (!req.file && !req.files) return target;
+  if (!hasUploads(req)) return target;
   return uploadedFiles(req).then(
     (files) => target + (files === undefined ? '' : canonicalJson(files)),
   );

@@ -23,15 +23,23 @@ interface MulterFile {
   path?: string;
 }
 
+/** What multer puts there: an object. `@fastify/multipart` puts methods (`req.file()`) on every request. */
+const multerShaped = <T>(value: T): T | undefined =>
+  value !== null && typeof value === 'object' ? value : undefined;
+
+/** Whether multer left uploads on the request. */
+export const hasUploads = (req: IdempotencyRequest): boolean =>
+  multerShaped(req.file) !== undefined || multerShaped(req.files) !== undefined;
+
 /**
  * Digests of multer's uploads (`FileInterceptor`, `FilesInterceptor`, `FileFieldsInterceptor`,
  * `AnyFilesInterceptor`), or undefined when the request has none. Memory storage is hashed from
  * the buffer, disk storage from the file on disk; anything else cannot be compared and is refused.
  */
 export async function uploadedFiles(req: IdempotencyRequest): Promise<object | undefined> {
-  const file: MulterFile | undefined = req.file;
-  const files: MulterFile[] | Record<string, MulterFile[]> | undefined = req.files;
-  if (!file && !files) return undefined;
+  if (!hasUploads(req)) return undefined;
+  const file: MulterFile | undefined = multerShaped(req.file);
+  const files: MulterFile[] | Record<string, MulterFile[]> | undefined = multerShaped(req.files);
   const out: Record<string, unknown> = {};
   if (file) out.file = await digest(file);
   if (Array.isArray(files)) out.files = await Promise.all(files.map(digest));

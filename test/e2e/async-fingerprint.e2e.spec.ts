@@ -42,6 +42,10 @@ describe.each<Platform>(['express', 'fastify'])('an async fingerprint option, %s
           fingerprint: async (req) => {
             await new Promise((resolve) => setImmediate(resolve));
             if (req.url.endsWith('/map')) return new Map([['iban', req.body.iban]]);
+            if (req.url.endsWith('/nested-map'))
+              return { details: new Map([['iban', req.body.iban]]) };
+            if (req.url.endsWith('/nested-promise'))
+              return { details: Promise.resolve(req.body.iban) };
             if (req.url.endsWith('/none')) return undefined;
             return {
               body: req.body,
@@ -89,12 +93,18 @@ describe.each<Platform>(['express', 'fastify'])('an async fingerprint option, %s
     expect(exec.count('payout') - before).toBe(1);
   });
 
-  it('refuses what hashes as {} (a Map) or nothing for a body, running and storing nothing', async () => {
+  it('refuses what hashes as {} (a Map, a Promise inside) or nothing for a body, running and storing nothing', async () => {
     const before = exec.count('payout');
     const stored = (await db.records()).length;
-    const map = await send('/payouts/map', randomUUID(), { iban: 'DE00 1111', amount: 5 });
-    expect(map.status).toBe(500);
-    expect(JSON.parse(map.body)).toMatchObject({ code: 'idempotency_misconfigured' });
+    for (const how of ['map', 'nested-map', 'nested-promise']) {
+      const key = randomUUID();
+      const payout = { iban: 'DE00 1111', amount: 5 };
+      const refused = await send(`/payouts/${how}`, key, payout);
+      expect(refused.status).toBe(500);
+      expect(JSON.parse(refused.body)).toMatchObject({ code: 'idempotency_misconfigured' });
+      // Not claimed: the same request is refused again, not replayed or run.
+      expect((await send(`/payouts/${how}`, key, payout)).status).toBe(500);
+    }
     const none = await send('/payouts/none', randomUUID(), { iban: 'DE00 1111', amount: 5 });
     expect(none.status).toBe(415);
     expect(JSON.parse(none.body)).toMatchObject({ code: 'idempotency_body_unreadable' });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Body, Controller, type INestApplication, Module, Post } from '@nestjs/common';
+import { Body, Controller, type INestApplication, Module, Post, Req } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
@@ -30,8 +30,20 @@ class ApiTransfers {
   }
 }
 
+// A RegExp host serves every tenant's sub-domain, like ':tenant.example.com'; without named groups
+// Nest leaves req.hosts empty.
+@Controller({ host: /^([a-z0-9-]+)\.tenants\.example\.com$/, path: 'tenant-transfers' })
+class TenantTransfers {
+  @Post()
+  @Idempotent()
+  create(@Req() req: { hostname: string }, @Body() body: { amount: number }) {
+    const tenant = req.hostname.split('.')[0];
+    return { tenant, secret: `receipt-of-${tenant}`, amount: body.amount, run: exec.hit(tenant) };
+  }
+}
+
 // Fastify refuses two routes with one method and path, so this routing exists on Express only.
-describe.each<Platform>(['express'])('two controllers on fixed hosts, %s', (platform) => {
+describe.each<Platform>(['express'])('controllers bound to hosts, %s', (platform) => {
   let db: MigratedDatabase;
   let app: INestApplication;
   let url: string;
@@ -42,7 +54,7 @@ describe.each<Platform>(['express'])('two controllers on fixed hosts, %s', (plat
       imports: [
         IdempotencyModule.forRoot({ dataSource: db.dataSource, cleanup: { enabled: false } }),
       ],
-      controllers: [AdminTransfers, ApiTransfers],
+      controllers: [AdminTransfers, ApiTransfers, TenantTransfers],
     })
     class HostModule {}
     const adapter = platform === 'fastify' ? new FastifyAdapter() : new ExpressAdapter();
@@ -84,5 +96,33 @@ describe.each<Platform>(['express'])('two controllers on fixed hosts, %s', (plat
     );
     expect(again).toMatchObject({ status: 201, body: admin.body });
     expect(exec.count('admin')).toBe(1);
+  });
+
+  it("never answers one tenant of a RegExp host with another tenant's stored response", async () => {
+    const key = randomUUID();
+    const path = '/tenant-transfers';
+    const acme = await post(
+      url,
+      path,
+      { host: 'acme.tenants.example.com', 'idempotency-key': key },
+      { amount: 5 },
+    );
+    expect(acme.status).toBe(201);
+    const evil = await post(
+      url,
+      path,
+      { host: 'evil.tenants.example.com', 'idempotency-key': key },
+      { amount: 5 },
+    );
+    expect(evil.status).toBe(409);
+    expect(evil.body).not.toContain('receipt-of-acme');
+    expect([exec.count('acme'), exec.count('evil')]).toEqual([1, 0]);
+    const again = await post(
+      url,
+      path,
+      { host: 'acme.tenants.example.com', 'idempotency-key': key },
+      { amount: 5 },
+    );
+    expect(again).toMatchObject({ status: 201, body: acme.body });
   });
 });

@@ -4,6 +4,7 @@ import {
   canonicalJson,
   canonicalJsonOfRecord,
   fingerprintRequest,
+  UnhashableValueError,
 } from '../../lib/execution/request-fingerprint.js';
 
 describe('canonicalJson', () => {
@@ -24,6 +25,29 @@ describe('canonicalJson', () => {
       neg: -0,
     };
     expect(JSON.parse(canonicalJson(value))).toEqual(JSON.parse(JSON.stringify(value)));
+  });
+
+  it('refuses a cycle at once (as @fastify/multipart attachFieldsToBody builds one), not walking it until the heap is gone', () => {
+    const body: Record<string, unknown> = {};
+    body.note = { type: 'field', value: 'hello', fields: body };
+    const list: unknown[] = [1];
+    list.push({ back: list });
+    expect(() => canonicalJson(body)).toThrow(UnhashableValueError);
+    expect(() => canonicalJson(list)).toThrow(/cycle/);
+    // The same object twice, not inside itself, is no cycle.
+    const shared = { a: 1 };
+    expect(canonicalJson({ x: shared, y: [shared, shared] })).toBe(
+      '{"x":{"a":1},"y":[{"a":1},{"a":1}]}',
+    );
+  });
+
+  it.each([
+    ['a Promise', Promise.resolve('a')],
+    ['a Map', new Map([['iban', 'DE00']])],
+    ['a Set', new Set(['DE00'])],
+  ])('refuses %s at any depth, whose JSON would be {}', (_what, value) => {
+    expect(() => canonicalJson(value)).toThrow(UnhashableValueError);
+    expect(() => canonicalJson({ details: [{ value }] })).toThrow(UnhashableValueError);
   });
 
   it('handles nesting far deeper than the call stack allows', () => {

@@ -11,7 +11,7 @@ import type {
   IdempotencyCoordinator,
   RejectCode,
 } from '../../execution/idempotency.coordinator.js';
-import { fingerprintRequest } from '../../execution/request-fingerprint.js';
+import { fingerprintRequest, UnhashableValueError } from '../../execution/request-fingerprint.js';
 import { InvalidIdempotencyKeyError } from '../../request/idempotency-key.parser.js';
 import type { IdempotentRoute } from '../../execution/idempotent-route.resolver.js';
 import { RequestRefusedError } from '../../request/request-refused.error.js';
@@ -101,7 +101,15 @@ export class ValueIdempotency {
     // A name shared by several handlers (`endpoint` option) shares keys, never stored values:
     // the pattern or field tells them apart, as the route pattern does over HTTP.
     const hashed = route.endpoint === undefined ? endpoint : `${endpoint}\n${request.endpoint}`;
-    const requestHash = fingerprintRequest(type.toUpperCase(), hashed, request.input());
+    let requestHash: string;
+    try {
+      requestHash = fingerprintRequest(type.toUpperCase(), hashed, request.input());
+    } catch (err) {
+      if (!(err instanceof UnhashableValueError)) throw err;
+      throw await fail(500, ProblemCode.Misconfigured, {
+        detail: `The call's arguments cannot be hashed: ${err.message}`,
+      });
+    }
     const scope = { key, endpoint, userId };
     const decision = await this.coordinator.decide({ scope, requestHash, route });
     switch (decision.type) {
