@@ -41,15 +41,21 @@ export class UnhashableValueError extends Error {}
 function refuseUnhashable(value: object, path: Set<object>): void {
   if (path.has(value)) throw new UnhashableValueError('it refers to itself (a cycle)');
   if (typeof (value as { then?: unknown }).then === 'function')
-    throw new UnhashableValueError('it holds a Promise (await it in an async fingerprint)');
-  if (
-    value instanceof Map ||
-    value instanceof Set ||
-    value instanceof WeakMap ||
-    value instanceof WeakSet
-  )
-    throw new UnhashableValueError('it holds a Map or Set, whose JSON is {}');
+    throw new UnhashableValueError('it holds a Promise');
+  if (Array.isArray(value)) return;
+  const proto = Object.getPrototypeOf(value) as { constructor?: { name?: string } } | null;
+  // Plain objects, also one built on another (a params object on its parent router's).
+  if (proto === null || proto === Object.prototype || proto.constructor === Object) return;
+  // A Map, Set, Blob, File, ArrayBuffer, URLSearchParams, FormData, RegExp: no fields of its own,
+  // yet it holds data JSON does not see.
+  for (const key in value) if (Object.hasOwn(value, key)) return;
+  const name = proto.constructor?.name ?? 'value';
+  throw new UnhashableValueError(`it holds a ${name}, whose JSON is {}`);
 }
+
+/** A Buffer as its JSON (`{"data":[...],"type":"Buffer"}`, keys sorted) in one native join. */
+const bufferJson = (buf: Buffer): string =>
+  `{"data":[${Array.prototype.join.call(buf, ',')}],"type":"Buffer"}`;
 
 /**
  * JSON.stringify with sorted keys; iterative, so a deeply nested body cannot overflow the stack.
@@ -61,6 +67,10 @@ export function canonicalJson(root: unknown): string {
   const stack: Frame[] = [];
   const path = new Set<object>();
   const open = (value: unknown): void => {
+    if (Buffer.isBuffer(value)) {
+      out += bufferJson(value);
+      return;
+    }
     if (
       value !== null &&
       typeof value === 'object' &&

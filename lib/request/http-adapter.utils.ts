@@ -43,5 +43,9 @@ export function hijack(res: PlatformResponse): void {
 export function hasBody(req: IdempotencyRequest): boolean {
   const headers = req.headers ?? {};
   const length = headers['content-length'];
-  return (length !== undefined && length !== '0') || headers['transfer-encoding'] !== undefined;
+  if (length !== undefined) return length !== '0';
+  if (headers['transfer-encoding'] !== undefined) return true;
+  // HTTP/2 sends a body as DATA frames, with no length required: the stream says whether any follow.
+  const stream = (req.raw ?? req).stream as { endAfterHeaders?: unknown } | undefined;
+  return stream?.endAfterHeaders === false;
 }

@@ -6,22 +6,20 @@
  * attachments apart with per-call state: a retry between them ran the handler with no claim.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
 import {
   CallHandler,
   ExecutionContext,
   type INestApplication,
   Injectable,
-  Module,
   NestInterceptor,
   UseInterceptors,
 } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { Args, GraphQLModule, Mutation, Query, Resolver } from '@nestjs/graphql';
+import { Args, Mutation, Query, Resolver } from '@nestjs/graphql';
 import { randomUUID } from 'node:crypto';
 import { retry, timer } from 'rxjs';
-import { Idempotent, IdempotencyModule } from '../../lib/index.js';
+import { Idempotent } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+import { startGraphqlApp } from '../fixtures/graphql-app.js';
 
 const typeDefs = `
   type Query { ping: String! }
@@ -67,17 +65,11 @@ describe('resolver class+method with method-level retry()', () => {
   };
   beforeAll(async () => {
     db = await createMigratedDatabase('doubled_gql');
-    @Module({
-      imports: [
-        GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, typeDefs }),
-        IdempotencyModule.forRoot({ dataSource: db.dataSource, cleanup: { enabled: false } }),
-      ],
+    ({ app, url } = await startGraphqlApp({
+      db,
+      typeDefs,
       providers: [PayResolver],
-    })
-    class AppModule {}
-    app = await NestFactory.create(AppModule, { logger: false });
-    await app.listen(0, '127.0.0.1');
-    url = `${await app.getUrl()}/graphql`;
+    }));
   });
   afterAll(async () => {
     await app?.close();

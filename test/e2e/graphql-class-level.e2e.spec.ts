@@ -4,21 +4,12 @@
  * nor deduplicated (the class's attachment and the refusal of a call that comes again).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
-import { type INestApplication, Module } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import {
-  Args,
-  GraphQLModule,
-  Mutation,
-  Parent,
-  Query,
-  ResolveField,
-  Resolver,
-} from '@nestjs/graphql';
+import { type INestApplication } from '@nestjs/common';
+import { Args, Mutation, Parent, Query, ResolveField, Resolver } from '@nestjs/graphql';
 import { randomUUID } from 'node:crypto';
-import { Idempotent, IdempotencyModule } from '../../lib/index.js';
+import { Idempotent } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+import { startGraphqlApp } from '../fixtures/graphql-app.js';
 
 const typeDefs = `
   type Payment { id: ID!, amount: Int!, run: Int!, receipt: String! }
@@ -60,21 +51,12 @@ describe('class-level @Idempotent() on a resolver with field resolvers', () => {
   };
   beforeAll(async () => {
     db = await createMigratedDatabase('gql_class');
-    @Module({
-      imports: [
-        GraphQLModule.forRoot<ApolloDriverConfig>({
-          driver: ApolloDriver,
-          typeDefs,
-          fieldResolverEnhancers: ['interceptors', 'guards'],
-        }),
-        IdempotencyModule.forRoot({ dataSource: db.dataSource, cleanup: { enabled: false } }),
-      ],
+    ({ app, url } = await startGraphqlApp({
+      db,
+      typeDefs,
       providers: [PaymentsResolver],
-    })
-    class AppModule {}
-    app = await NestFactory.create(AppModule, { logger: false });
-    await app.listen(0, '127.0.0.1');
-    url = `${await app.getUrl()}/graphql`;
+      graphql: { fieldResolverEnhancers: ['interceptors', 'guards'] },
+    }));
   });
   afterAll(async () => {
     await app?.close();

@@ -1,18 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
-import { type INestApplication, Module } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { Args, GraphQLModule, Mutation, Query, Resolver } from '@nestjs/graphql';
+import { type INestApplication } from '@nestjs/common';
+import { Args, Mutation, Query, Resolver } from '@nestjs/graphql';
 import { randomUUID } from 'node:crypto';
 import { from } from 'rxjs';
 import {
   type IdempotencyContext,
   IdempotencyCtx,
   Idempotent,
-  IdempotencyModule,
   ProblemCode,
 } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+import { startGraphqlApp } from '../fixtures/graphql-app.js';
 
 const typeDefs = `
   type Payment { id: ID!, amount: Int!, run: Int!, createdAt: String! }
@@ -105,17 +103,11 @@ describe('@Idempotent() on GraphQL mutations (Apollo)', () => {
   beforeAll(async () => {
     db = await createMigratedDatabase('graphql');
     await db.dataSource.query('CREATE TABLE gql_ledger (id serial PRIMARY KEY, amount int)');
-    @Module({
-      imports: [
-        GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, typeDefs }),
-        IdempotencyModule.forRoot({ dataSource: db.dataSource, cleanup: { enabled: false } }),
-      ],
+    ({ app, url } = await startGraphqlApp({
+      db,
+      typeDefs,
       providers: [PaymentsResolver],
-    })
-    class AppModule {}
-    app = await NestFactory.create(AppModule, { logger: false });
-    await app.listen(0, '127.0.0.1');
-    url = `${await app.getUrl()}/graphql`;
+    }));
   });
 
   afterAll(async () => {

@@ -1,17 +1,11 @@
 /** `ctx.keyFor()` and `ctx.step()` in a GraphQL mutation resolver: the same as HTTP. */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
-import { type INestApplication, Module } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { Args, GraphQLModule, Mutation, Query, Resolver } from '@nestjs/graphql';
+import { type INestApplication } from '@nestjs/common';
+import { Args, Mutation, Query, Resolver } from '@nestjs/graphql';
 import { randomUUID } from 'node:crypto';
-import {
-  type IdempotencyContext,
-  IdempotencyCtx,
-  Idempotent,
-  IdempotencyModule,
-} from '../../lib/index.js';
+import { type IdempotencyContext, IdempotencyCtx, Idempotent } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+import { startGraphqlApp } from '../fixtures/graphql-app.js';
 import { endLease, stepsCommitted } from '../fixtures/abandoned-run.js';
 
 const typeDefs = `
@@ -60,21 +54,12 @@ describe('recovery points in a GraphQL mutation', () => {
 
   beforeAll(async () => {
     db = await createMigratedDatabase('recovery_graphql');
-    @Module({
-      imports: [
-        GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, typeDefs }),
-        IdempotencyModule.forRoot({
-          dataSource: db.dataSource,
-          derivedKeySecret: 'g'.repeat(32),
-          cleanup: { enabled: false },
-        }),
-      ],
+    ({ app, url } = await startGraphqlApp({
+      db,
+      typeDefs,
       providers: [ChargesResolver],
-    })
-    class AppModule {}
-    app = await NestFactory.create(AppModule, { logger: false });
-    await app.listen(0, '127.0.0.1');
-    url = `${await app.getUrl()}/graphql`;
+      idempotency: { derivedKeySecret: 'g'.repeat(32) },
+    }));
   });
   afterAll(async () => {
     await app?.close();

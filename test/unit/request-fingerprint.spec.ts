@@ -50,6 +50,31 @@ describe('canonicalJson', () => {
     expect(() => canonicalJson({ details: [{ value }] })).toThrow(UnhashableValueError);
   });
 
+  it.each([
+    ['a File', () => new File(['pay alice 10'], 'a.txt')],
+    ['a Blob', () => new Blob(['pay alice 10'])],
+    ['an ArrayBuffer', () => new TextEncoder().encode('pay alice 10').buffer],
+    ['URLSearchParams', () => new URLSearchParams('to=alice')],
+    ['FormData', () => new FormData()],
+    ['an instance with no fields', () => new (class Empty {})()],
+  ])('refuses %s, whose JSON is {} whatever it holds', (_what, make) => {
+    expect(() => canonicalJson({ doc: make() })).toThrow(UnhashableValueError);
+  });
+
+  it('writes Buffers, typed arrays, Dates and objects without a prototype as JSON.stringify does', () => {
+    const value = {
+      buf: Buffer.from([0, 1, 255]),
+      bytes: new Uint8Array([3, 4]),
+      at: new Date(0),
+      bare: Object.assign(Object.create(null), { b: 1, a: 2 }),
+      then: 'a field named then',
+    };
+    expect(canonicalJson(value)).toBe(
+      '{"at":"1970-01-01T00:00:00.000Z","bare":{"a":2,"b":1},"buf":{"data":[0,1,255],"type":"Buffer"},"bytes":{"0":3,"1":4},"then":"a field named then"}',
+    );
+    expect(JSON.parse(canonicalJson(value))).toEqual(JSON.parse(JSON.stringify(value)));
+  });
+
   it('handles nesting far deeper than the call stack allows', () => {
     let deep: unknown = 1;
     for (let i = 0; i < 100_000; i++) deep = [deep];

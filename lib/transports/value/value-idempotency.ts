@@ -18,6 +18,7 @@ import { RequestRefusedError } from '../../request/request-refused.error.js';
 import { RequestScope } from '../../request/request-scope.js';
 import { scopeEndpoint } from '../../request/scope-endpoint.js';
 import { keylessTransaction } from './keyless-transaction.js';
+import { settledInput } from './settled-input.js';
 import { captureValue, isNoValue } from './value-capture.js';
 import { UnencodableValueError } from './json-value.js';
 import type { WireResponse } from '../../execution/handler-outcome.js';
@@ -103,7 +104,9 @@ export class ValueIdempotency {
     const hashed = route.endpoint === undefined ? endpoint : `${endpoint}\n${request.endpoint}`;
     let requestHash: string;
     try {
-      requestHash = fingerprintRequest(type.toUpperCase(), hashed, request.input());
+      const input = settledInput(request.input());
+      const settled = input instanceof Promise ? await input : input;
+      requestHash = fingerprintRequest(type.toUpperCase(), hashed, settled);
     } catch (err) {
       if (!(err instanceof UnhashableValueError)) throw err;
       throw await fail(500, ProblemCode.Misconfigured, {
