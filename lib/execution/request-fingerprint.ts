@@ -46,9 +46,10 @@ function refuseUnhashable(value: object, path: Set<object>): void {
   const proto = Object.getPrototypeOf(value) as { constructor?: { name?: string } } | null;
   // Plain objects, also one built on another (a params object on its parent router's).
   if (proto === null || proto === Object.prototype || proto.constructor === Object) return;
-  // A Map, Set, Blob, File, ArrayBuffer, URLSearchParams, FormData, RegExp: no fields of its own,
-  // yet it holds data JSON does not see.
-  for (const key in value) if (Object.hasOwn(value, key)) return;
+  // A Map, Set, Blob, File, ArrayBuffer, URLSearchParams, FormData, RegExp, a value class whose
+  // own keys are all methods: nothing JSON writes, yet it holds data.
+  for (const key in value)
+    if (Object.hasOwn(value, key) && !skip((value as Record<string, unknown>)[key])) return;
   const name = proto.constructor?.name ?? 'value';
   throw new UnhashableValueError(`it holds a ${name}, whose JSON is {}`);
 }
@@ -79,7 +80,8 @@ export function canonicalJson(root: unknown): string {
       value = (value as { toJSON(): unknown }).toJSON();
     }
     if (value === null || typeof value !== 'object') {
-      out += JSON.stringify(value) ?? 'null';
+      // A bigint (graphql-scalars' BigInt) as its digits: the number it equals below 2^53 hashes alike.
+      out += typeof value === 'bigint' ? value.toString() : (JSON.stringify(value) ?? 'null');
       return;
     }
     refuseUnhashable(value, path);

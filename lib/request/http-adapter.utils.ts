@@ -45,7 +45,8 @@ export function hasBody(req: IdempotencyRequest): boolean {
   const length = headers['content-length'];
   if (length !== undefined) return length !== '0';
   if (headers['transfer-encoding'] !== undefined) return true;
-  // HTTP/2 sends a body as DATA frames, with no length required: the stream says whether any follow.
+  // HTTP/2 sends a body as DATA frames, with no length required: a typed one whose stream goes on
+  // after the headers (a client's bodiless POST also sends an empty DATA frame, untyped).
   const stream = (req.raw ?? req).stream as { endAfterHeaders?: unknown } | undefined;
-  return stream?.endAfterHeaders === false;
+  return stream?.endAfterHeaders === false && headers['content-type'] !== undefined;
 }

@@ -57,6 +57,14 @@ describe('canonicalJson', () => {
     ['URLSearchParams', () => new URLSearchParams('to=alice')],
     ['FormData', () => new FormData()],
     ['an instance with no fields', () => new (class Empty {})()],
+    [
+      'an instance whose own fields are all methods',
+      () =>
+        new (class Money {
+          #cents = 1000;
+          cents = () => this.#cents;
+        })(),
+    ],
   ])('refuses %s, whose JSON is {} whatever it holds', (_what, make) => {
     expect(() => canonicalJson({ doc: make() })).toThrow(UnhashableValueError);
   });
@@ -73,6 +81,11 @@ describe('canonicalJson', () => {
       '{"at":"1970-01-01T00:00:00.000Z","bare":{"a":2,"b":1},"buf":{"data":[0,1,255],"type":"Buffer"},"bytes":{"0":3,"1":4},"then":"a field named then"}',
     );
     expect(JSON.parse(canonicalJson(value))).toEqual(JSON.parse(JSON.stringify(value)));
+  });
+
+  it('writes a bigint as its digits, as the number it equals', () => {
+    expect(canonicalJson({ amount: 5n })).toBe(canonicalJson({ amount: 5 }));
+    expect(canonicalJson([2n ** 64n])).toBe('[18446744073709551616]');
   });
 
   it('handles nesting far deeper than the call stack allows', () => {

@@ -18,7 +18,7 @@ import { RequestRefusedError } from '../../request/request-refused.error.js';
 import { RequestScope } from '../../request/request-scope.js';
 import { scopeEndpoint } from '../../request/scope-endpoint.js';
 import { keylessTransaction } from './keyless-transaction.js';
-import { settledInput } from './settled-input.js';
+import { settledInput, UnsettledInputError } from './settled-input.js';
 import { captureValue, isNoValue } from './value-capture.js';
 import { UnencodableValueError } from './json-value.js';
 import type { WireResponse } from '../../execution/handler-outcome.js';
@@ -108,7 +108,8 @@ export class ValueIdempotency {
       const settled = input instanceof Promise ? await input : input;
       requestHash = fingerprintRequest(type.toUpperCase(), hashed, settled);
     } catch (err) {
-      if (!(err instanceof UnhashableValueError)) throw err;
+      if (!(err instanceof UnhashableValueError) && !(err instanceof UnsettledInputError))
+        throw err;
       throw await fail(500, ProblemCode.Misconfigured, {
         detail: `The call's arguments cannot be hashed: ${err.message}`,
       });

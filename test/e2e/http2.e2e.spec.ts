@@ -1,0 +1,120 @@
+/**
+ * Fastify with `http2: true`, driven by Node's http2 client. A body there is DATA frames and needs
+ * no content-length: before, an upload nothing parsed was left out of the fingerprint (another
+ * file with the key got the first one's receipt); then a bodiless POST, whose client ends the
+ * stream with an empty DATA frame, was taken for an unreadable body (415).
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import multipart from '@fastify/multipart';
+import { Body, Controller, type INestApplication, Module, Param, Post, Req } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { createHash, randomUUID } from 'node:crypto';
+import { connect } from 'node:http2';
+import { Idempotent, IdempotencyModule } from '../../lib/index.js';
+import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+import { Executions } from '../fixtures/payments.fixture.js';
+
+const exec = new Executions();
+
+@Controller()
+class H2Controller {
+  @Post('documents')
+  @Idempotent()
+  async upload(@Req() req: { file(): Promise<{ toBuffer(): Promise<Buffer> } | undefined> }) {
+    const bytes = await (await req.file())!.toBuffer();
+    return { sha256: createHash('sha256').update(bytes).digest('hex'), run: exec.hit('upload') };
+  }
+
+  @Post('payments/:id/capture')
+  @Idempotent()
+  capture(@Param('id') id: string) {
+    return { id, captured: true, run: exec.hit('capture') };
+  }
+
+  @Post('payouts')
+  @Idempotent()
+  payout(@Body() body: { amount: number }) {
+    return { amount: body.amount, run: exec.hit('payout') };
+  }
+}
+
+const form = (content: string) =>
+  `--b15\r\nContent-Disposition: form-data; name="doc"; filename="a.txt"\r\n` +
+  `Content-Type: text/plain\r\n\r\n${content}\r\n--b15--\r\n`;
+
+describe('keyed requests over HTTP/2 (Fastify http2: true)', () => {
+  let db: MigratedDatabase;
+  let app: INestApplication;
+  let origin: string;
+
+  beforeAll(async () => {
+    db = await createMigratedDatabase('e12h2');
+    @Module({
+      imports: [
+        IdempotencyModule.forRoot({ dataSource: db.dataSource, cleanup: { enabled: false } }),
+      ],
+      controllers: [H2Controller],
+    })
+    class H2Module {}
+    app = await NestFactory.create(H2Module, new FastifyAdapter({ http2: true }) as never, {
+      logger: false,
+    });
+    await app.getHttpAdapter().getInstance().register(multipart);
+    await app.listen(0, '127.0.0.1');
+    origin = `http://127.0.0.1:${app.getHttpServer().address().port}`;
+  });
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  /** No content-length and no endStream: Node's default for a POST, as got / http2-wrapper send it. */
+  const send = (path: string, key: string, type?: string, body?: string) =>
+    new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const session = connect(origin);
+      session.on('error', reject);
+      const headers = { ':method': 'POST', ':path': path, 'idempotency-key': key };
+      const stream = session.request(type ? { ...headers, 'content-type': type } : headers);
+      let status = 0;
+      const chunks: Buffer[] = [];
+      stream.on('response', (h) => (status = Number(h[':status'])));
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => {
+        session.close();
+        resolve({ status, body: Buffer.concat(chunks).toString() });
+      });
+      stream.on('error', reject);
+      stream.end(body);
+    });
+
+  it('refuses an upload nothing parsed (415), as over HTTP/1.1, never replaying another file', async () => {
+    const key = randomUUID();
+    const type = 'multipart/form-data; boundary=b15';
+    const first = await send('/documents', key, type, form('pay 10 EUR to alice'));
+    const second = await send('/documents', key, type, form('pay 9000 EUR to mallory'));
+    expect([first.status, second.status]).toEqual([415, 415]);
+    expect(exec.count('upload')).toBe(0);
+  });
+
+  it('runs a bodiless POST once and replays it', async () => {
+    const key = randomUUID();
+    const first = await send('/payments/pi_1/capture', key);
+    const second = await send('/payments/pi_1/capture', key);
+    expect(first.status).toBe(201);
+    expect(second).toEqual(first);
+    expect(exec.count('capture')).toBe(1);
+  });
+
+  it('fingerprints a JSON body without content-length: replayed, another body refused', async () => {
+    const key = randomUUID();
+    const json = 'application/json';
+    const first = await send('/payouts', key, json, JSON.stringify({ amount: 10 }));
+    const retry = await send('/payouts', key, json, JSON.stringify({ amount: 10 }));
+    const other = await send('/payouts', key, json, JSON.stringify({ amount: 9000 }));
+    expect(first.status).toBe(201);
+    expect(retry).toEqual(first);
+    expect(other.status).toBe(409);
+    expect(exec.count('payout')).toBe(1);
+  });
+});
