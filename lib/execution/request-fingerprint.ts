@@ -44,8 +44,10 @@ function refuseUnhashable(value: object, path: Set<object>): void {
     throw new UnhashableValueError('it holds a Promise');
   if (Array.isArray(value)) return;
   const proto = Object.getPrototypeOf(value) as { constructor?: { name?: string } } | null;
-  // Plain objects, also one built on another (a params object on its parent router's).
-  if (proto === null || proto === Object.prototype || proto.constructor === Object) return;
+  // Plain objects, also one built on another (a params object on its parent router's) or on a
+  // bare prototype (fast-querystring's and find-my-way's `new Empty()`, Fastify's forms and params).
+  if (proto === null || proto === Object.prototype) return;
+  if (proto.constructor === Object || proto.constructor === undefined) return;
   // A Map, Set, Blob, File, ArrayBuffer, URLSearchParams, FormData, RegExp, a value class whose
   // own keys are all methods: nothing JSON writes, yet it holds data.
   for (const key in value)

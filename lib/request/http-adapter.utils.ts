@@ -39,14 +39,32 @@ export function hijack(res: PlatformResponse): void {
   if (typeof res.hijack === 'function') res.hijack();
 }
 
-/** Whether the request carries a body (whether or not a parser read it). */
-export function hasBody(req: IdempotencyRequest): boolean {
+/**
+ * Whether the request carries a body (whether or not a parser read it). Over HTTP/2 a body needs
+ * no length, and a bodiless POST (Node's client) also keeps its stream open after the headers
+ * until an empty DATA frame: the first thing to come, bytes or the end, tells, and is left
+ * unread for the handler.
+ */
+export function hasBody(req: IdempotencyRequest): boolean | Promise<boolean> {
   const headers = req.headers ?? {};
   const length = headers['content-length'];
   if (length !== undefined) return length !== '0';
   if (headers['transfer-encoding'] !== undefined) return true;
-  // HTTP/2 sends a body as DATA frames, with no length required: a typed one whose stream goes on
-  // after the headers (a client's bodiless POST also sends an empty DATA frame, untyped).
-  const stream = (req.raw ?? req).stream as { endAfterHeaders?: unknown } | undefined;
-  return stream?.endAfterHeaders === false && headers['content-type'] !== undefined;
+  const raw = req.raw ?? req;
+  if ((raw.stream as { endAfterHeaders?: unknown } | undefined)?.endAfterHeaders !== false)
+    return false;
+  if (raw.readableLength > 0) return true;
+  return new Promise((resolve) => {
+    // 'readable' comes with the first bytes, or at the end with none; a request closed first
+    // counts as one with a body (refused, not run).
+    const settle = (body: boolean) => {
+      raw.off('readable', onReadable);
+      raw.off('close', onClose);
+      resolve(body);
+    };
+    const onReadable = () => settle(raw.readableLength > 0);
+    const onClose = () => settle(true);
+    raw.on('readable', onReadable);
+    raw.on('close', onClose);
+  });
 }

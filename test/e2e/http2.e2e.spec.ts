@@ -6,7 +6,16 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import multipart from '@fastify/multipart';
-import { Body, Controller, type INestApplication, Module, Param, Post, Req } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  type INestApplication,
+  Module,
+  Param,
+  Post,
+  Put,
+  Req,
+} from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { createHash, randomUUID } from 'node:crypto';
@@ -24,6 +33,14 @@ class H2Controller {
   async upload(@Req() req: { file(): Promise<{ toBuffer(): Promise<Buffer> } | undefined> }) {
     const bytes = await (await req.file())!.toBuffer();
     return { sha256: createHash('sha256').update(bytes).digest('hex'), run: exec.hit('upload') };
+  }
+
+  @Put('blobs/:id')
+  @Idempotent()
+  async put(@Req() req: { raw: AsyncIterable<Buffer> }) {
+    const chunks: Buffer[] = [];
+    for await (const c of req.raw) chunks.push(c);
+    return { bytes: Buffer.concat(chunks).length, run: exec.hit('blob') };
   }
 
   @Post('payments/:id/capture')
@@ -70,11 +87,11 @@ describe('keyed requests over HTTP/2 (Fastify http2: true)', () => {
   });
 
   /** No content-length and no endStream: Node's default for a POST, as got / http2-wrapper send it. */
-  const send = (path: string, key: string, type?: string, body?: string) =>
+  const send = (path: string, key: string, type?: string, body?: string, method = 'POST') =>
     new Promise<{ status: number; body: string }>((resolve, reject) => {
       const session = connect(origin);
       session.on('error', reject);
-      const headers = { ':method': 'POST', ':path': path, 'idempotency-key': key };
+      const headers = { ':method': method, ':path': path, 'idempotency-key': key };
       const stream = session.request(type ? { ...headers, 'content-type': type } : headers);
       let status = 0;
       const chunks: Buffer[] = [];
@@ -95,6 +112,14 @@ describe('keyed requests over HTTP/2 (Fastify http2: true)', () => {
     const second = await send('/documents', key, type, form('pay 9000 EUR to mallory'));
     expect([first.status, second.status]).toEqual([415, 415]);
     expect(exec.count('upload')).toBe(0);
+  });
+
+  it('refuses an untyped body nothing parsed (415), never replaying another one', async () => {
+    const key = randomUUID();
+    const first = await send('/blobs/b1', key, undefined, 'pay 10 EUR to alice', 'PUT');
+    const second = await send('/blobs/b1', key, undefined, 'pay 9000 EUR to mallory', 'PUT');
+    expect([first.status, second.status]).toEqual([415, 415]);
+    expect(exec.count('blob')).toBe(0);
   });
 
   it('runs a bodiless POST once and replays it', async () => {

@@ -83,6 +83,16 @@ describe('canonicalJson', () => {
     expect(JSON.parse(canonicalJson(value))).toEqual(JSON.parse(JSON.stringify(value)));
   });
 
+  it("hashes objects on a bare prototype (Fastify's parsed forms and params) as plain ones", () => {
+    function Empty() {}
+    Empty.prototype = Object.create(null);
+    const form = new (Empty as unknown as new () => Record<string, string>)();
+    expect(canonicalJson(form)).toBe('{}');
+    form.b = '2';
+    form.a = '1';
+    expect(canonicalJson(form)).toBe('{"a":"1","b":"2"}');
+  });
+
   it('writes a bigint as its digits, as the number it equals', () => {
     expect(canonicalJson({ amount: 5n })).toBe(canonicalJson({ amount: 5 }));
     expect(canonicalJson([2n ** 64n])).toBe('[18446744073709551616]');

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { settledInput, UnsettledInputError } from '../../lib/transports/value/settled-input.js';
+import { UnhashableValueError } from '../../lib/execution/request-fingerprint.js';
 
 describe('settledInput', () => {
   it('gives the same value back, synchronously, when it holds no Promise', () => {
@@ -53,6 +54,13 @@ describe('settledInput', () => {
     const depth = 50_000;
     const payload = JSON.parse('{"a":'.repeat(depth) + '1' + '}'.repeat(depth)) as unknown;
     expect(settledInput(payload)).toBe(payload);
+  });
+
+  it('refuses, as unhashable, an input deeper than the stack beside a Promise', async () => {
+    const depth = 50_000;
+    const meta = JSON.parse('{"a":'.repeat(depth) + '1' + '}'.repeat(depth)) as unknown;
+    const input = { file: Promise.resolve({ filename: 'a.txt' }), meta };
+    await expect(settledInput(input) as Promise<unknown>).rejects.toThrow(UnhashableValueError);
   });
 
   it('refuses a Promise that does not settle in time instead of waiting for ever', async () => {

@@ -117,13 +117,20 @@ class HttpTransport implements TransportAdapter {
     method: string,
     route: IdempotentRoute,
   ): string | Promise<string> {
-    if (selected === undefined && hasBody(req)) {
-      // A body nothing parsed cannot be compared: reusing the key with another body would replay.
-      throw this.refusals.problem(res, 415, ProblemCode.BodyUnreadable);
-    }
-    return this.refusals.refusing(res, () =>
-      this.requests.fingerprint(req, endpoint, selected, method, route),
-    );
+    const hash = () =>
+      this.refusals.refusing(res, () =>
+        this.requests.fingerprint(req, endpoint, selected, method, route),
+      );
+    if (selected !== undefined) return hash();
+    // A body nothing parsed cannot be compared: reusing the key with another body would replay.
+    const unreadable = () => this.refusals.problem(res, 415, ProblemCode.BodyUnreadable);
+    const body = hasBody(req);
+    if (body === true) throw unreadable();
+    if (body === false) return hash();
+    return body.then((has) => {
+      if (has) throw unreadable();
+      return hash();
+    });
   }
 
   private async claimAndRoute(

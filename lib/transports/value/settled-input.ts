@@ -1,3 +1,5 @@
+import { UnhashableValueError } from '../../execution/request-fingerprint.js';
+
 /** How long a Promise in a call's input may take to settle before the call is refused. */
 export const SETTLE_TIMEOUT_MS = 5_000;
 
@@ -21,7 +23,12 @@ export function settledInput(value: unknown, timeoutMs = SETTLE_TIMEOUT_MS): unk
       timeoutMs,
     );
   });
-  return Promise.race([settle(value, new Set()), late]).finally(() => clearTimeout(timer));
+  const settled = settle(value, new Set()).catch((err: unknown) => {
+    // settle() recurses: an input deeper than the stack is refused, as one that cannot be hashed.
+    if (err instanceof RangeError) throw new UnhashableValueError('it is nested too deeply');
+    throw err;
+  });
+  return Promise.race([settled, late]).finally(() => clearTimeout(timer));
 }
 
 const isThenable = (v: unknown): v is PromiseLike<unknown> =>
