@@ -54,17 +54,22 @@ export function hasBody(req: IdempotencyRequest): boolean | Promise<boolean> {
   if ((raw.stream as { endAfterHeaders?: unknown } | undefined)?.endAfterHeaders !== false)
     return false;
   if (raw.readableLength > 0) return true;
+  if (raw.readableEnded) return false;
   return new Promise((resolve) => {
-    // 'readable' comes with the first bytes, or at the end with none; a request closed first
+    // 'readable' comes with the first bytes, or at the end with none; a stream that already ended
+    // (its empty DATA frame came during an async guard) emits only 'end'; a request closed first
     // counts as one with a body (refused, not run).
     const settle = (body: boolean) => {
       raw.off('readable', onReadable);
+      raw.off('end', onEnd);
       raw.off('close', onClose);
       resolve(body);
     };
     const onReadable = () => settle(raw.readableLength > 0);
+    const onEnd = () => settle(false);
     const onClose = () => settle(true);
-    raw.on('readable', onReadable);
+    raw.on('end', onEnd);
     raw.on('close', onClose);
+    raw.on('readable', onReadable);
   });
 }

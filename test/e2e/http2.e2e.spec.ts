@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import multipart from '@fastify/multipart';
 import {
   Body,
+  type CanActivate,
   Controller,
   type INestApplication,
   Module,
@@ -15,6 +16,7 @@ import {
   Post,
   Put,
   Req,
+  UseGuards,
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
@@ -26,8 +28,23 @@ import { Executions } from '../fixtures/payments.fixture.js';
 
 const exec = new Executions();
 
+/** An async guard (a token lookup): the client's closing empty DATA frame arrives meanwhile. */
+class SlowAuthGuard implements CanActivate {
+  async canActivate() {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    return true;
+  }
+}
+
 @Controller()
 class H2Controller {
+  @Post('payments/:id/refund')
+  @UseGuards(SlowAuthGuard)
+  @Idempotent()
+  refund(@Param('id') id: string) {
+    return { id, refunded: true, run: exec.hit('refund') };
+  }
+
   @Post('documents')
   @Idempotent()
   async upload(@Req() req: { file(): Promise<{ toBuffer(): Promise<Buffer> } | undefined> }) {
@@ -129,6 +146,15 @@ describe('keyed requests over HTTP/2 (Fastify http2: true)', () => {
     expect(first.status).toBe(201);
     expect(second).toEqual(first);
     expect(exec.count('capture')).toBe(1);
+  });
+
+  it('runs a bodiless POST once behind an async guard, whose stream ended before the check', async () => {
+    const key = randomUUID();
+    const first = await send('/payments/pi_1/refund', key);
+    const second = await send('/payments/pi_1/refund', key);
+    expect(first.status).toBe(201);
+    expect(second).toEqual(first);
+    expect(exec.count('refund')).toBe(1);
   });
 
   it('fingerprints a JSON body without content-length: replayed, another body refused', async () => {
