@@ -55,18 +55,6 @@ export function normalizeUserId(value: unknown, hasUser: boolean, customGetter =
   return id;
 }
 
-/** The fingerprint, or a 500 where what was selected cannot be hashed (it would be `{}`). */
-function hashable(method: string, target: string, selected: unknown): string {
-  try {
-    return fingerprintRequest(method, target, selected);
-  } catch (err) {
-    if (!(err instanceof UnhashableValueError)) throw err;
-    throw misconfigured(
-      `the request's fingerprint cannot be hashed: ${err.message}; make the fingerprint option return plain data`,
-    );
-  }
-}
-
 /** Who a request belongs to and what it is; each configuration error is logged once per route. */
 export class RequestScope {
   private readonly logged = new Set<string>();
@@ -95,8 +83,23 @@ export class RequestScope {
     route: RouteMarks = {},
   ): string | Promise<string> {
     const target = this.logOnce(endpoint, () => requestTarget(req, method, route));
-    const hash = (t: string) => this.logOnce(endpoint, () => hashable(method, t, selected));
-    return typeof target === 'string' ? hash(target) : target.then(hash);
+    if (typeof target === 'string') return this.hash(endpoint, method, target, selected);
+    return target.then((t) => this.hash(endpoint, method, t, selected));
+  }
+
+  /** The fingerprint, or a 500 (logged once) where what was selected cannot be hashed. */
+  private hash(endpoint: string, method: string, target: string, selected: unknown): string {
+    try {
+      return fingerprintRequest(method, target, selected);
+    } catch (err) {
+      if (!(err instanceof UnhashableValueError)) throw err;
+      return this.rethrow(
+        endpoint,
+        misconfigured(
+          `the request's fingerprint cannot be hashed: ${err.message}; make the fingerprint option return plain data`,
+        ),
+      );
+    }
   }
 
   private logOnce<T>(endpoint: string, work: () => T): T {

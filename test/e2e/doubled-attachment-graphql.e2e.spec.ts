@@ -19,7 +19,7 @@ import { randomUUID } from 'node:crypto';
 import { retry, timer } from 'rxjs';
 import { Idempotent } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
-import { startGraphqlApp } from '../fixtures/graphql-app.js';
+import { postGraphql, startGraphqlApp } from '../fixtures/graphql-app.js';
 
 const typeDefs = `
   type Query { ping: String! }
@@ -55,14 +55,7 @@ describe('resolver class+method with method-level retry()', () => {
   let db: MigratedDatabase;
   let app: INestApplication;
   let url: string;
-  const gql = async (query: string, key?: string) => {
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
-      body: JSON.stringify({ query }),
-    });
-    return res.json() as Promise<any>;
-  };
+  const gql = (query: string, key?: string) => postGraphql(url, query, key);
   beforeAll(async () => {
     db = await createMigratedDatabase('doubled_gql');
     ({ app, url } = await startGraphqlApp({

@@ -9,7 +9,7 @@ import { Args, Mutation, Parent, Query, ResolveField, Resolver } from '@nestjs/g
 import { randomUUID } from 'node:crypto';
 import { Idempotent } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
-import { startGraphqlApp } from '../fixtures/graphql-app.js';
+import { postGraphql, startGraphqlApp } from '../fixtures/graphql-app.js';
 
 const typeDefs = `
   type Payment { id: ID!, amount: Int!, run: Int!, receipt: String! }
@@ -41,14 +41,7 @@ describe('class-level @Idempotent() on a resolver with field resolvers', () => {
   let db: MigratedDatabase;
   let app: INestApplication;
   let url: string;
-  const gql = async (query: string, key?: string) => {
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
-      body: JSON.stringify({ query }),
-    });
-    return res.json() as Promise<any>;
-  };
+  const gql = (query: string, key?: string) => postGraphql(url, query, key);
   beforeAll(async () => {
     db = await createMigratedDatabase('gql_class');
     ({ app, url } = await startGraphqlApp({

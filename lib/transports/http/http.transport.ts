@@ -116,21 +116,17 @@ class HttpTransport implements TransportAdapter {
     selected: unknown,
     method: string,
     route: IdempotentRoute,
+    /** Over HTTP/2, whether bytes came after the headers, once known. */
+    bodyCame?: boolean,
   ): string | Promise<string> {
-    const hash = () =>
-      this.refusals.refusing(res, () =>
+    const body = selected !== undefined ? false : (bodyCame ?? hasBody(req));
+    if (body === false)
+      return this.refusals.refusing(res, () =>
         this.requests.fingerprint(req, endpoint, selected, method, route),
       );
-    if (selected !== undefined) return hash();
     // A body nothing parsed cannot be compared: reusing the key with another body would replay.
-    const unreadable = () => this.refusals.problem(res, 415, ProblemCode.BodyUnreadable);
-    const body = hasBody(req);
-    if (body === true) throw unreadable();
-    if (body === false) return hash();
-    return body.then((has) => {
-      if (has) throw unreadable();
-      return hash();
-    });
+    if (body === true) throw this.refusals.problem(res, 415, ProblemCode.BodyUnreadable);
+    return body.then((has) => this.hashOf(req, res, endpoint, selected, method, route, has));
   }
 
   private async claimAndRoute(
