@@ -53,12 +53,14 @@ export function hasBody(req: IdempotencyRequest): boolean | Promise<boolean> {
   const raw = req.raw ?? req;
   if ((raw.stream as { endAfterHeaders?: unknown } | undefined)?.endAfterHeaders !== false)
     return false;
-  if (raw.readableLength > 0) return true;
+  // Bytes already handed to a reader (a guard checking a signature) came, whoever read them.
+  if (raw.readableLength > 0 || raw.readableDidRead === true) return true;
   if (raw.readableEnded) return false;
   return new Promise((resolve) => {
     // 'readable' comes with the first bytes, or at the end with none; a stream that already ended
-    // (its empty DATA frame came during an async guard) emits only 'end'; a request closed first
-    // counts as one with a body (refused, not run).
+    // (its empty DATA frame came during an async guard) emits only 'end'. Node ends a stream the
+    // client cancels before its END_STREAM as if it had ended (no body); a request closed
+    // without either counts as one with a body (refused, not run).
     const settle = (body: boolean) => {
       raw.off('readable', onReadable);
       raw.off('end', onEnd);

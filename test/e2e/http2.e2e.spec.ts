@@ -10,6 +10,7 @@ import {
   Body,
   type CanActivate,
   Controller,
+  type ExecutionContext,
   type INestApplication,
   Module,
   Param,
@@ -36,8 +37,26 @@ class SlowAuthGuard implements CanActivate {
   }
 }
 
+/** A signature check on the raw body, as webhooks and signed instructions do: it reads the stream. */
+class RawBodyGuard implements CanActivate {
+  async canActivate(ctx: ExecutionContext) {
+    const req = ctx.switchToHttp().getRequest<{ raw: AsyncIterable<Buffer>; rawBody?: Buffer }>();
+    const chunks: Buffer[] = [];
+    for await (const chunk of req.raw) chunks.push(chunk);
+    req.rawBody = Buffer.concat(chunks);
+    return true;
+  }
+}
+
 @Controller()
 class H2Controller {
+  @Post('transfers')
+  @UseGuards(RawBodyGuard)
+  @Idempotent()
+  transfer(@Req() req: { rawBody: Buffer }) {
+    return { instruction: req.rawBody.toString(), run: exec.hit('transfer') };
+  }
+
   @Post('payments/:id/refund')
   @UseGuards(SlowAuthGuard)
   @Idempotent()
@@ -155,6 +174,24 @@ describe('keyed requests over HTTP/2 (Fastify http2: true)', () => {
     expect(first.status).toBe(201);
     expect(second).toEqual(first);
     expect(exec.count('refund')).toBe(1);
+  });
+
+  it('refuses a body a guard already read (415), never replaying another one', async () => {
+    const key = randomUUID();
+    const first = await send('/transfers', key, undefined, 'pay 10 EUR to alice');
+    const second = await send('/transfers', key, undefined, 'pay 9000 EUR to mallory');
+    expect([first.status, second.status]).toEqual([415, 415]);
+    expect(JSON.parse(second.body)).toMatchObject({ code: 'idempotency_body_unreadable' });
+    expect(exec.count('transfer')).toBe(0);
+  });
+
+  it('runs a bodiless POST once whose empty stream a guard already read', async () => {
+    const key = randomUUID();
+    const first = await send('/transfers', key);
+    const second = await send('/transfers', key);
+    expect(first.status).toBe(201);
+    expect(second).toEqual(first);
+    expect(exec.count('transfer')).toBe(1);
   });
 
   it('fingerprints a JSON body without content-length: replayed, another body refused', async () => {
