@@ -51,10 +51,12 @@ export function hasBody(req: IdempotencyRequest): boolean | Promise<boolean> {
   if (length !== undefined) return length !== '0';
   if (headers['transfer-encoding'] !== undefined) return true;
   const raw = req.raw ?? req;
-  if ((raw.stream as { endAfterHeaders?: unknown } | undefined)?.endAfterHeaders !== false)
-    return false;
-  // Bytes already handed to a reader (a guard checking a signature) came, whoever read them.
-  if (raw.readableLength > 0 || raw.readableDidRead === true) return true;
+  const stream = raw.stream as { endAfterHeaders?: unknown; readableDidRead?: unknown } | undefined;
+  if (stream?.endAfterHeaders !== false) return false;
+  // Bytes already handed to a reader (a guard checking a signature) came, whoever read them, from
+  // the request or from its HTTP/2 stream underneath (which only a reader of either makes flow).
+  if (raw.readableLength > 0 || raw.readableDidRead === true || stream.readableDidRead === true)
+    return true;
   if (raw.readableEnded) return false;
   return new Promise((resolve) => {
     // 'readable' comes with the first bytes, or at the end with none; a stream that already ended
