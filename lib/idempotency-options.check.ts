@@ -76,6 +76,7 @@ export const OPTION_RULES: Rules<IdempotencyModuleOptions> = {
   fingerprint: fn,
   getRpcKey: fn,
   getRpcUserId: fn,
+  onRpcWithoutHandler: fn,
   mismatchStatus: oneOf(409, 422),
   tableName: checkedOnResolve,
   replayAudit: oneOf('batched', 'off'),

@@ -107,6 +107,7 @@ export function resolveIdempotencyOptions(
     fingerprint: options.fingerprint ?? d.fingerprint,
     getRpcKey: options.getRpcKey ?? d.getRpcKey,
     getRpcUserId: options.getRpcUserId ?? d.getRpcUserId,
+    onRpcWithoutHandler: options.onRpcWithoutHandler,
     storeIf: options.storeIf ?? d.storeIf,
     cleanup: withDefaults(d.cleanup, options.cleanup),
     replayCache:

@@ -97,8 +97,11 @@ export interface ResolvedIdempotencyOptions extends Required<
     | 'transactions'
     | 'store'
     | 'derivedKeySecret'
+    | 'onRpcWithoutHandler'
   >
 > {
+  /** Unset: nothing is called, and RPC calls are not watched for it. */
+  onRpcWithoutHandler?: IdempotencyModuleOptions['onRpcWithoutHandler'];
   /** One of `pool` and `dataSource` is set, unless there is a custom `store`. */
   dataSource?: DataSource;
   pool?: IdempotencyPool;

@@ -60,6 +60,20 @@ export interface IdempotencyEncryptionOptions {
 /** What `storeIf` decides on: keep the response and replay it, or release the key. */
 export type StoreIfFn = (statusCode: number, error: unknown) => boolean;
 
+/** A microservice message answered without its handler (`onRpcWithoutHandler`). */
+export interface RpcWithoutHandlerEvent {
+  /** The payload. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  data: any;
+  /** The transport's context (`RmqContext`, `NatsContext`, `TcpContext`...). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  context: any;
+  /** `replayed`: the stored outcome went back; `refused`: an error with `code` did. */
+  outcome: 'replayed' | 'refused';
+  /** The refusal's problem code (`ProblemCode`), e.g. `idempotency_store_unavailable`. */
+  code?: string;
+}
+
 /** Options of `IdempotencyModule.forRoot()` / `forRootAsync()`. */
 export interface IdempotencyModuleOptions {
   /**
@@ -186,6 +200,21 @@ export interface IdempotencyModuleOptions {
    */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   getRpcUserId?: (data: any, context: any) => string | number | bigint | null | undefined;
+  /**
+   * Called when a microservice message is answered without running its handler: a replay of the
+   * stored outcome, or a refusal (in progress, mismatch, store unavailable, a bad key...). With
+   * manual acknowledgement (RabbitMQ `noAck: false`, the handler calling `channel.ack`), such a
+   * message is otherwise never settled, and the broker stops delivering once `prefetchCount`
+   * messages wait unacknowledged. Called before the answer goes back; a Promise is awaited; what
+   * it throws is logged, and the answer goes back as it would have.
+   * @default undefined (nothing is called)
+   * @example ({ context, code }) => {
+   *   const channel = context.getChannelRef();
+   *   if (code === 'idempotency_store_unavailable') channel.nack(context.getMessage()); // redelivered
+   *   else channel.ack(context.getMessage()); // a duplicate, answered
+   * }
+   */
+  onRpcWithoutHandler?: (event: RpcWithoutHandlerEvent) => void | Promise<void>;
   /**
    * Status for a key reused with a different request: 409 (Stripe) or 422 (IETF draft).
    * @default 409

@@ -1,5 +1,5 @@
 import type { CallHandler, ExecutionContext, Logger } from '@nestjs/common';
-import { EMPTY, from, mergeMap, of, tap, throwError } from 'rxjs';
+import { EMPTY, from, mergeMap, type Observable, of, tap, throwError } from 'rxjs';
 import { afterDecision, type RoutedCall } from '../../request/routed-call.js';
 import { ActiveCalls } from '../../request/active-calls.js';
 import { ProblemCode } from '../../idempotency.constants.js';
@@ -18,6 +18,7 @@ import { RequestRefusedError } from '../../request/request-refused.error.js';
 import { RequestScope } from '../../request/request-scope.js';
 import { scopeEndpoint } from '../../request/scope-endpoint.js';
 import { keylessTransaction } from './keyless-transaction.js';
+import { reportWithoutHandler } from './rpc-without-handler.js';
 import { settledInput, UnsettledInputError } from './settled-input.js';
 import { captureValue, isNoValue } from './value-capture.js';
 import { UnencodableValueError } from './json-value.js';
@@ -55,7 +56,27 @@ export class ValueIdempotency {
     next: CallHandler,
     type: ValueType,
     read: () => ValueRequest,
-  ) {
+  ): Observable<unknown> {
+    const hook = type === 'rpc' ? this.options.onRpcWithoutHandler : undefined;
+    if (!hook) return this.call(context, route, next, type, read);
+    let ran = false;
+    const watched: CallHandler = {
+      handle: () => {
+        ran = true;
+        return next.handle();
+      },
+    };
+    const call = this.call(context, route, watched, type, read);
+    return reportWithoutHandler(call, context, hook, () => ran, this.logger);
+  }
+
+  private call(
+    context: ExecutionContext,
+    route: IdempotentRoute,
+    next: CallHandler,
+    type: ValueType,
+    read: () => ValueRequest,
+  ): Observable<unknown> {
     const args = context.getArgs();
     // Attached once per handler: the same call again while it runs is a duplicate in progress.
     if (this.active.isActive(args))

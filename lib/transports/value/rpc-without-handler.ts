@@ -1,0 +1,62 @@
+import type { ExecutionContext, Logger } from '@nestjs/common';
+import {
+  concatMap,
+  dematerialize,
+  from,
+  map,
+  materialize,
+  type Observable,
+  type ObservableNotification,
+  of,
+} from 'rxjs';
+import type { RpcWithoutHandlerEvent } from '../../interfaces/idempotency-module-options.interface.js';
+
+type Hook = (event: RpcWithoutHandlerEvent) => void | Promise<void>;
+
+/** The problem code an `RpcException` of the library carries. */
+function codeOf(err: unknown): string | undefined {
+  const error = (err as { getError?: () => unknown } | null)?.getError?.();
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/**
+ * Calls `hook` once, before the call's first answer goes back, when the handler never ran
+ * (`ran()` still false then): a replay, or a refusal. A manual-ack consumer settles the message
+ * there, since the handler that would have acked it did not run.
+ */
+export function reportWithoutHandler<T>(
+  call: Observable<T>,
+  context: ExecutionContext,
+  hook: Hook,
+  ran: () => boolean,
+  logger: Logger,
+): Observable<T> {
+  let reported = false;
+  const report = (event: RpcWithoutHandlerEvent) =>
+    from(
+      (async () => {
+        try {
+          await hook(event);
+        } catch (err) {
+          logger.error(`onRpcWithoutHandler threw: ${(err as Error)?.message ?? String(err)}`);
+        }
+      })(),
+    );
+  return call.pipe(
+    materialize(),
+    concatMap((n: ObservableNotification<T>) => {
+      if (reported || ran()) return of(n);
+      reported = true;
+      const rpc = context.switchToRpc();
+      const refused = n.kind === 'E';
+      return report({
+        data: rpc.getData(),
+        context: rpc.getContext(),
+        outcome: refused ? 'refused' : 'replayed',
+        ...(refused ? { code: codeOf(n.error) } : {}),
+      }).pipe(map(() => n));
+    }),
+    dematerialize(),
+  );
+}
