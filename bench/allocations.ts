@@ -1,10 +1,13 @@
 /**
- * `npm run bench:allocations -- --variants raw-single,module-single [--scenario first|replay|nokey]`:
- * bytes allocated per request by each variant's server, by allocating function. V8's sampling
- * heap profiler runs in the server (started over the inspector after the warm-up) and keeps the
- * samples of objects the GC already collected, so this is what the request allocates, not what
- * survives. Steadier than `bench:instructions` (whose windows move with each major GC): it
- * shows a lever that only removes allocations, i.e. garbage-collector work.
+ * `npm run bench:allocations -- --variants raw-single,module-single [--scenario first|replay|nokey]
+ * [--connections 8] [--live on]`: bytes allocated per request by each variant's server, by
+ * allocating function. V8's sampling heap profiler runs in the server (started over the inspector
+ * after the warm-up) and keeps the samples of objects the GC already collected, so this is what
+ * the request allocates, not what survives. Steadier than `bench:instructions` (whose windows move
+ * with each major GC): it shows a lever that only removes allocations, i.e. garbage-collector work.
+ * With `--live on`, only objects not yet collected are kept and profiles are taken every 500 ms
+ * under load: bytes live per connection, by allocating function (what requests in flight hold
+ * across their awaits, and what scavenges promoted that waits for a major collection).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -15,17 +18,25 @@ import { toolArgs } from './tool-args.js';
 import { BenchDatabase } from './database.js';
 import { countInServer } from './signalled-window.js';
 
-const { variants, scenario, n } = toolArgs('raw-single,module-single', {
-  requests: 3000,
-  warmup: 3000,
-  top: 15,
-});
-const { requests, warmup, top } = n;
+const { variants, scenario, n, args } = toolArgs(
+  'raw-single,module-single',
+  { requests: 3000, warmup: 3000, top: 15, connections: 8 },
+  ['live'],
+);
+const { requests, warmup, top, connections } = n;
+const live = args.get('live') === 'on';
+if (live) process.env.BENCH_HEAP_LIVE = '1';
 
 interface HeapNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
   selfSize: number;
   children: HeapNode[];
+}
+
+interface HeapProfile {
+  head: HeapNode;
+  /** With `--live on`: how many profiles `head` gathers. */
+  snapshots?: number;
 }
 
 const preload = fileURLToPath(new URL('./heap-sampling.preload.mjs', import.meta.url));
@@ -53,8 +64,14 @@ async function measure(variant: VariantName, db: BenchDatabase, dir: string) {
     scenario,
     warmup,
     requests,
+    connections,
   });
-  return bytesByPlace((JSON.parse(written) as { head: HeapNode }).head);
+  const profile = JSON.parse(written) as HeapProfile;
+  if (live && !profile.snapshots) throw new Error(`${variant}: no profile taken under load`);
+  return {
+    places: bytesByPlace(profile.head),
+    per: live ? (profile.snapshots ?? 0) * connections : requests,
+  };
 }
 
 const db = await BenchDatabase.create(
@@ -62,12 +79,15 @@ const db = await BenchDatabase.create(
 );
 const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-allocations-'));
 try {
-  console.log(`${scenario}: ${warmup} warm-up, then ${requests} sampled requests per variant`);
+  console.log(
+    `${scenario}, ${connections} connections: ${warmup} warm-up, then ${requests} sampled requests per variant`,
+  );
   for (const variant of variants) {
-    const places = await measure(variant, db, dir);
-    const perRequest = (n: number) => `${(n / requests / 1024).toFixed(1).padStart(6)} KB`;
+    const { places, per } = await measure(variant, db, dir);
+    const perRequest = (n: number) => `${(n / per / 1024).toFixed(1).padStart(6)} KB`;
     const total = [...places.values()].reduce((a, b) => a + b, 0);
-    console.log(`\n${variant}: ${perRequest(total)} allocated per request`);
+    const what = live ? 'live per connection under load' : 'allocated per request';
+    console.log(`\n${variant}: ${perRequest(total)} ${what}`);
     const sorted = [...places].sort((a, b) => b[1] - a[1]);
     for (const [place, bytes] of sorted.slice(0, top))
       console.log(`${perRequest(bytes)}  ${place}`);

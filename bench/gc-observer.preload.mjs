@@ -1,35 +1,42 @@
-// Loaded into a bench server by `npm run bench:gc` (--import): the first SIGUSR2 starts counting
-// the garbage collector's pauses (PerformanceObserver 'gc') and the process's CPU, the second
-// writes them to BENCH_GC_OUT.
+// Loaded into a bench server by `npm run bench:gc` (--import): the first SIGUSR2 starts V8's GC
+// profiler and the process's CPU count, the second writes to BENCH_GC_OUT, per kind of collection,
+// its count and main-thread time, and what the scavenges kept: the bytes left in the young
+// generation after each (copied once more) and the bytes moved to the old one (promoted: marked
+// later by the helper threads). Those are what requests in flight across an await cost the
+// collector, which the allocated bytes (`bench:allocations`) do not show.
 import fs from 'node:fs';
-import { PerformanceObserver, constants } from 'node:perf_hooks';
+import v8 from 'node:v8';
 
-const KINDS = {
-  [constants.NODE_PERFORMANCE_GC_MINOR]: 'scavenge',
-  [constants.NODE_PERFORMANCE_GC_MAJOR]: 'mark-compact',
-  [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental marking',
-  [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weak callbacks',
-};
-let pauses;
+const YOUNG = new Set(['new_space', 'new_large_object_space']);
+const OLD = new Set(['old_space', 'large_object_space']);
+const used = (stats, names) =>
+  stats.heapSpaceStatistics
+    .filter((s) => names.has(s.spaceName))
+    .reduce((sum, s) => sum + s.spaceUsedSize, 0);
+
+let profiler;
 let cpu;
-const observer = new PerformanceObserver((list) => {
-  if (!pauses) return;
-  for (const entry of list.getEntries()) {
-    const kind = KINDS[entry.detail?.kind] ?? 'other';
-    const p = (pauses[kind] ??= { count: 0, ms: 0 });
-    p.count++;
-    p.ms += entry.duration;
-  }
-});
-observer.observe({ entryTypes: ['gc'] });
 process.on('SIGUSR2', () => {
-  if (!pauses) {
-    pauses = {};
+  if (!profiler) {
+    profiler = new v8.GCProfiler();
+    profiler.start();
     cpu = process.cpuUsage();
     return;
   }
-  const used = process.cpuUsage(cpu);
+  const spent = process.cpuUsage(cpu);
+  const pauses = {};
+  let survivedBytes = 0;
+  let promotedBytes = 0;
+  for (const gc of profiler.stop().statistics) {
+    const p = (pauses[gc.gcType] ??= { count: 0, ms: 0 });
+    p.count++;
+    p.ms += gc.cost / 1000;
+    if (gc.gcType !== 'Scavenge') continue;
+    survivedBytes += used(gc.afterGC, YOUNG);
+    promotedBytes += Math.max(0, used(gc.afterGC, OLD) - used(gc.beforeGC, OLD));
+  }
   const out = process.env.BENCH_GC_OUT;
-  fs.writeFileSync(`${out}.partial`, JSON.stringify({ pauses, cpuUs: used.user + used.system }));
+  const counted = { pauses, cpuUs: spent.user + spent.system, survivedBytes, promotedBytes };
+  fs.writeFileSync(`${out}.partial`, JSON.stringify(counted));
   fs.renameSync(`${out}.partial`, out);
 });

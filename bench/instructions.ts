@@ -19,7 +19,7 @@ import { keyedLoad } from './keyed-load.js';
 const { args, variants, scenario, n } = toolArgs(
   'raw-single,module-single',
   { requests: 400, warmup: 3000, windows: 5, connections: 8 },
-  ['keep', 'cache-sim'],
+  ['keep', 'cache-sim', 'branch-sim'],
 );
 const { requests, warmup } = n;
 /**
@@ -37,12 +37,19 @@ const keep = args.get('keep');
  * it touches more code and data. Slower, and a model of this machine's caches, not a measurement.
  */
 const cacheSim = args.get('cache-sim') === 'on';
+/**
+ * `--branch-sim on`: callgrind also simulates branch prediction and the tool prints the main
+ * thread's conditional and indirect branches per request and their mispredictions: whether the
+ * library's instructions cost more than a loop's because they branch less predictably (many small
+ * functions, polymorphic calls). A model of a simple predictor, not this machine's.
+ */
+const branchSim = args.get('branch-sim') === 'on';
 
 /** One counted window, per request: the main thread's instructions, and all threads'. */
 interface Window {
   main: number;
   all: number;
-  /** The main thread's events per request by name (Ir, I1mr, D1mr, DLmr, ...), with `--cache-sim on`. */
+  /** The main thread's events per request by name (Ir, I1mr, D1mr, Bcm, ...), with a simulation on. */
   events?: Record<string, number>;
 }
 
@@ -63,6 +70,7 @@ async function count(variant: VariantName, db: BenchDatabase, dir: string): Prom
       // marking, background compiles), whose share of a window is what made windows differ.
       '--separate-threads=yes',
       ...(cacheSim ? ['--cache-sim=yes'] : []),
+      ...(branchSim ? ['--branch-sim=yes'] : []),
       `--callgrind-out-file=${out}`,
       process.execPath,
       file,
@@ -126,10 +134,21 @@ async function count(variant: VariantName, db: BenchDatabase, dir: string): Prom
   }
 }
 
+/** The main thread's events of `name` per request, the mean of the windows. */
+const eventMean = (perWindow: Window[], name: string) =>
+  perWindow.reduce((sum, w) => sum + (w.events?.[name] ?? 0), 0) / perWindow.length;
+
+/** The main thread's branches and mispredictions per request (means of the windows). */
+function branchLine(perWindow: Window[]): string {
+  const ev = (name: string) => eventMean(perWindow, name);
+  const k = (n: number) => (n / 1e3).toFixed(1);
+  const rate = (miss: number, all: number) => `${((100 * miss) / Math.max(all, 1)).toFixed(1)}%`;
+  return `main thread per request: conditional branches ${k(ev('Bc'))} K, mispredicted ${k(ev('Bcm'))} K (${rate(ev('Bcm'), ev('Bc'))}); indirect ${k(ev('Bi'))} K, mispredicted ${k(ev('Bim'))} K (${rate(ev('Bim'), ev('Bi'))})`;
+}
+
 /** The main thread's misses per request (means of the windows) and valgrind's cycle estimate. */
 function cacheLine(perWindow: Window[]): string {
-  const ev = (name: string) =>
-    perWindow.reduce((sum, w) => sum + (w.events?.[name] ?? 0), 0) / perWindow.length;
+  const ev = (name: string) => eventMean(perWindow, name);
   const l1 = ev('I1mr') + ev('D1mr') + ev('D1mw');
   const ll = ev('ILmr') + ev('DLmr') + ev('DLmw');
   const k = (n: number) => (n / 1e3).toFixed(1);
@@ -162,6 +181,7 @@ try {
       `${variant.padEnd(15)} main thread ${m(mean(main))} M instructions/request (windows ${span(main)})${ratio}; all threads ${m(mean(all))} M (${span(all)})`,
     );
     if (cacheSim) console.log(`${''.padEnd(15)} ${cacheLine(perWindow)}`);
+    if (branchSim) console.log(`${''.padEnd(15)} ${branchLine(perWindow)}`);
   }
 } finally {
   if (keep) console.log(`callgrind dumps kept in ${dir}`);

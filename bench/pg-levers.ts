@@ -7,8 +7,12 @@
  * 2. The claim alone, CLIENTS concurrent clients, alternating rounds: synchronous_commit on vs off,
  *    idx_<table>_created_at with vs without. PG_LEVERS_TRIALS, _STATEMENTS (per client), _ROUNDS.
  * 3. PostgreSQL's share of a first call: the store's claim and completion against the raw floor's
- *    (bench/variants/raw-statements.ts), one client, alternating rounds: backend CPU per first
- *    call, and per statement pg_stat_statements' mean execution time and WAL bytes.
+ *    (bench/variants/raw-statements.ts), PG_LEVERS_SHARE_CLIENTS concurrent clients (default 1),
+ *    alternating rounds: backend CPU per first call, and per statement pg_stat_statements' mean
+ *    execution time and WAL bytes.
+ * 4. The claim's statement shape, PG_LEVERS_SHARE_CLIENTS clients, alternating rounds: the store's
+ *    claim against the same without its conflicting-row read (`UNION ALL` branch, never executed
+ *    on a first call), and that against the insert alone (no advisory lock): backend CPU per claim.
  * PG_LEVERS_PARTS picks which (default 1,2,3).
  */
 import {
@@ -37,6 +41,8 @@ const PER_CLIENT = Number(process.env.PG_LEVERS_STATEMENTS ?? 2000);
 const ROUNDS = Number(process.env.PG_LEVERS_ROUNDS ?? 3);
 const CLIENTS = 4;
 const PARTS = (process.env.PG_LEVERS_PARTS ?? '1,2,3').split(',');
+/** Part 3's concurrent connections (PG_LEVERS_SHARE_CLIENTS): 1, or 10 as the bench's servers. */
+const SHARE_CLIENTS = Number(process.env.PG_LEVERS_SHARE_CLIENTS ?? 1);
 const TABLE = 'idempotency_keys';
 const SQL = buildStatements(TABLE);
 const INDEX = `idx_${TABLE}_created_at`;
@@ -140,13 +146,33 @@ async function crashTrial(sync: 'on' | 'off', walWriterDelay: string): Promise<b
 
 type Round = { perSec: number; p50: number; wal: number; cpu: number };
 
-/** One round: empty table, checkpoint, CLIENTS x PER_CLIENT claims, each client in sequence. */
-async function round(sync: 'on' | 'off', index: boolean): Promise<Round> {
+/** Part 4's shapes of the claim: the store's, without its conflicting-row read, the insert alone. */
+const SHAPES = {
+  store: SQL.claim.text,
+  'no-read': `${SQL.claim.text.split('\nSELECT id, true AS claimed')[0]}\nSELECT id FROM ins`,
+  'insert-alone':
+    `${SQL.claim.text.split('\nSELECT id, true AS claimed')[0]}\nSELECT id FROM ins`.replace(
+      'pg_try_advisory_xact_lock($8)',
+      '$8::bigint IS NOT NULL',
+    ),
+};
+type Shape = keyof typeof SHAPES;
+
+/**
+ * One round: empty table, checkpoint, `clients` x PER_CLIENT claims, each client in sequence;
+ * the claim's statement in `shape` (part 4) or the store's.
+ */
+async function round(
+  sync: 'on' | 'off',
+  index: boolean,
+  shape: Shape = 'store',
+  clientCount = CLIENTS,
+): Promise<Round> {
   const admin = await connect();
   await admin.query(`TRUNCATE ${TABLE} CASCADE`);
   await admin.query(index ? `CREATE INDEX IF NOT EXISTS ${INDEX} ON ${TABLE} (created_at)` : `DROP INDEX IF EXISTS ${INDEX}`); // prettier-ignore
   await admin.query('CHECKPOINT');
-  const clients = await Promise.all(Array.from({ length: CLIENTS }, connect));
+  const clients = await Promise.all(Array.from({ length: clientCount }, connect));
   const setup = `SELECT set_config('synchronous_commit', $1, false), pg_backend_pid() AS p`;
   const pids = await Promise.all(clients.map(async (c) => (await c.query(setup, [sync])).rows[0].p as number)); // prettier-ignore
   const cpu0 = backendsCpu(pids);
@@ -158,7 +184,10 @@ async function round(sync: 'on' | 'off', index: boolean): Promise<Round> {
     clients.map(async (c, i) => {
       for (let n = 0; n < PER_CLIENT; n++) {
         const s = performance.now();
-        await c.query(claim(`${prefix}-${i}-${n}`));
+        const q = claim(`${prefix}-${i}-${n}`);
+        await c.query(
+          shape === 'store' ? q : { ...q, name: `shape_${shape}`, text: SHAPES[shape] },
+        );
         latencies.push(performance.now() - s);
       }
     }),
@@ -167,7 +196,7 @@ async function round(sync: 'on' | 'off', index: boolean): Promise<Round> {
   const cpu = backendsCpu(pids) - cpu0;
   const wal = await admin.query('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS b', [lsn]);
   await Promise.all([admin, ...clients].map((c) => c.end()));
-  const total = CLIENTS * PER_CLIENT;
+  const total = clientCount * PER_CLIENT;
   const perSec = total / seconds;
   return { perSec, p50: median(latencies), wal: Number(wal.rows[0].b) / total, cpu: cpu / total };
 }
@@ -220,25 +249,36 @@ async function firstCall(c: pg.Client, variant: 'module' | 'raw', key: string): 
 
 type Share = { cpu: number; statements: Map<string, { us: number; wal: number }> };
 
-/** One round of PER_CLIENT first calls on one connection; pg_stat_statements reset before it. */
+/**
+ * One round of PER_CLIENT first calls on each of SHARE_CLIENTS connections at once (the bench's
+ * servers keep 10); pg_stat_statements reset before it.
+ */
 async function shareRound(variant: 'module' | 'raw'): Promise<Share> {
   const admin = await connect();
   await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
   await admin.query('CHECKPOINT');
-  const c = await connect();
-  const pid = (await c.query('SELECT pg_backend_pid() AS p')).rows[0].p as number;
-  await firstCall(c, variant, `warm-${randomUUID()}`);
+  const clients = await Promise.all(Array.from({ length: SHARE_CLIENTS }, () => connect()));
+  const pids: number[] = [];
+  for (const c of clients) {
+    pids.push((await c.query('SELECT pg_backend_pid() AS p')).rows[0].p as number);
+    await firstCall(c, variant, `warm-${randomUUID()}`);
+  }
   await admin.query('SELECT pg_stat_statements_reset()');
-  const cpu0 = backendsCpu([pid]);
-  const prefix = randomUUID();
-  for (let n = 0; n < PER_CLIENT; n++) await firstCall(c, variant, `${prefix}-${n}`);
-  const cpu = (backendsCpu([pid]) - cpu0) / PER_CLIENT;
+  const cpu0 = backendsCpu(pids);
+  await Promise.all(
+    clients.map(async (c) => {
+      const prefix = randomUUID();
+      for (let n = 0; n < PER_CLIENT; n++) await firstCall(c, variant, `${prefix}-${n}`);
+    }),
+  );
+  const calls = PER_CLIENT * SHARE_CLIENTS;
+  const cpu = (backendsCpu(pids) - cpu0) / calls;
   const { rows } = await admin.query(
     `SELECT query, mean_exec_time * 1000 AS us, wal_bytes::float8 / calls AS wal
        FROM pg_stat_statements WHERE calls = $1`,
-    [PER_CLIENT],
+    [calls],
   );
-  await Promise.all([admin, c].map((x) => x.end()));
+  await Promise.all([admin, ...clients].map((x) => x.end()));
   const name = (q: string) => (q.trimStart().startsWith('UPDATE') ? 'completion' : 'claim');
   return { cpu, statements: new Map(rows.map((r) => [name(r.query), { us: r.us, wal: r.wal }])) };
 }
@@ -294,8 +334,14 @@ try {
     await compare('index', ['with', () => round('on', true)], ['without', () => round('on', false)]); // prettier-ignore
   }
   if (PARTS.includes('3')) {
-    console.log(`\n3. a first call's statements, one client x ${PER_CLIENT}, ${ROUNDS} alternating rounds:`); // prettier-ignore
+    console.log(`\n3. a first call's statements, ${SHARE_CLIENTS} client(s) x ${PER_CLIENT}, ${ROUNDS} alternating rounds:`); // prettier-ignore
     await compareShares();
+  }
+  if (PARTS.includes('4')) {
+    console.log(`\n4. the claim's shape, ${SHARE_CLIENTS} client(s) x ${PER_CLIENT}, ${ROUNDS} alternating rounds:`); // prettier-ignore
+    const shape = (name: Shape): [string, () => Promise<Round>] => [name, () => round('on', true, name, SHARE_CLIENTS)]; // prettier-ignore
+    await compare('shape', shape('store'), shape('no-read'));
+    await compare('shape', shape('no-read'), shape('insert-alone'));
   }
   console.log(`load average at the end ${loadavg()[0].toFixed(1)}`);
 } finally {

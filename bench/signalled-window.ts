@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import type { VariantName } from './config.js';
 import type { BenchDatabase } from './database.js';
 import { keyedLoad, type KeyedScenario } from './keyed-load.js';
@@ -13,6 +13,8 @@ export interface SignalledWindow {
   scenario: KeyedScenario;
   warmup: number;
   requests: number;
+  /** Concurrent connections of the load (keyedLoad's 8 by default). */
+  connections?: number;
 }
 
 /**
@@ -24,6 +26,8 @@ export async function countInServer(
   db: BenchDatabase,
   w: SignalledWindow,
 ): Promise<string> {
+  // A variant named twice in one run must not read its first run's file.
+  await rm(w.out, { force: true });
   process.env.BENCH_VARIANT_NODE_ARGS = `--import ${w.preload}`;
   const server = await startVariant(variant, {
     DATABASE_URL: db.url,
@@ -38,6 +42,7 @@ export async function countInServer(
         scenario: w.scenario,
         prefix: `${w.outVariable}-${variant}`,
         amount,
+        connections: w.connections,
       });
     await load(w.warmup);
     process.kill(server.pid, 'SIGUSR2');
