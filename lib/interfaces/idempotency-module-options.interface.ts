@@ -68,6 +68,11 @@ export interface RpcWithoutHandlerEvent {
   /** The transport's context (`RmqContext`, `NatsContext`, `TcpContext`...). */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   context: any;
+  /**
+   * The handler answered for, as `Class.method`: with several `@EventPattern()` handlers of one
+   * event, each is reported apart (each is its own operation), so settle a message once.
+   */
+  handler: string;
   /** `replayed`: the stored outcome went back; `refused`: an error with `code` did. */
   outcome: 'replayed' | 'refused';
   /** The refusal's problem code (`ProblemCode`), e.g. `idempotency_store_unavailable`. */
@@ -205,14 +210,17 @@ export interface IdempotencyModuleOptions {
    * stored outcome, or a refusal (in progress, mismatch, store unavailable, a bad key...). With
    * manual acknowledgement (RabbitMQ `noAck: false`, the handler calling `channel.ack`), such a
    * message is otherwise never settled, and the broker stops delivering once `prefetchCount`
-   * messages wait unacknowledged. Called before the answer goes back; a Promise is awaited; what
-   * it throws is logged, and the answer goes back as it would have.
+   * messages wait unacknowledged. Called before the answer goes back, at most once per handler
+   * and message, and never once the handler had the message (an app's `retry()` included); a
+   * Promise is awaited; what it throws is logged, and the answer goes back as it would have.
+   * Settle each message once (several `@EventPattern()` handlers of one event are each reported;
+   * RabbitMQ closes the channel on a second ack), and requeue what is not decided yet: an event
+   * refused as in progress has no caller to retry it if that run dies.
    * @default undefined (nothing is called)
-   * @example ({ context, code }) => {
-   *   const channel = context.getChannelRef();
-   *   if (code === 'idempotency_store_unavailable') channel.nack(context.getMessage()); // redelivered
-   *   else channel.ack(context.getMessage()); // a duplicate, answered
-   * }
+   * @example ({ context, code }) =>
+   *   code === 'request_in_progress' || code === 'idempotency_store_unavailable'
+   *     ? setTimeout(() => settleOnce(context, { requeue: true }), 1000) // decided later
+   *     : settleOnce(context) // a replay, or refused for good: ack (see docs/graphql-and-rpc.md)
    */
   onRpcWithoutHandler?: (event: RpcWithoutHandlerEvent) => void | Promise<void>;
   /**

@@ -1,23 +1,33 @@
 /**
- * RabbitMQ with manual acknowledgement, as the NestJS docs set it up (`noAck: false`, the handler
- * acks through `context.getChannelRef()`), at `prefetchCount: 1`. A duplicate answered without
- * its handler was never acked, and the consumer was given no other message (helper-56). With
- * `onRpcWithoutHandler` the app settles those messages; the handler's runs are not reported.
+ * RabbitMQ with manual acknowledgement, as the NestJS docs set it up (`noAck: false`, handlers
+ * ack the message). A duplicate answered without its handler was never acked, and at
+ * `prefetchCount` such messages the consumer was given no other (helper-56). With
+ * `onRpcWithoutHandler` and the docs' `settleOnce`, every message is settled once: also with two
+ * handlers of one event, and with an app's retry() that runs a reported message's handler after
+ * all (helper-57: both acked twice, and RabbitMQ closed the channel).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Controller, type INestMicroservice, Module } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import {
+  type CallHandler,
+  Controller,
+  Injectable,
+  type INestMicroservice,
+  Module,
+  type NestInterceptor,
+} from '@nestjs/common';
+import { APP_INTERCEPTOR, NestFactory } from '@nestjs/core';
 import {
   type ClientProxy,
   ClientProxyFactory,
   Ctx,
+  EventPattern,
   MessagePattern,
   Payload,
   RmqContext,
   Transport,
 } from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
-import { firstValueFrom, timeout } from 'rxjs';
+import { firstValueFrom, retry, timeout, timer } from 'rxjs';
 import {
   Idempotent,
   IdempotencyModule,
@@ -29,94 +39,242 @@ import { Executions } from '../fixtures/payments.fixture.js';
 
 const RMQ_URL = process.env.RMQ_URL ?? 'amqp://127.0.0.1:5672';
 const exec = new Executions();
-const reported: { outcome: string; code?: string; amount: number }[] = [];
+const reported: { outcome: string; code?: string; handler: string; amount: number }[] = [];
+/** Each settle by delivery tag and channel: a second one of a message would close the channel. */
+const settles = new Map<string, string[]>();
+const channelErrors: string[] = [];
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The docs' helper: a message is acked (or requeued) once, whoever asks. */
+const settled = new WeakSet<object>();
+function settleOnce(context: RmqContext, { requeue = false } = {}, by = 'handler') {
+  const message = context.getMessage() as { fields: { deliveryTag: number } };
+  const channel = context.getChannelRef() as {
+    ack(m: object): void;
+    nack(m: object, all: boolean, requeue: boolean): void;
+    on(event: string, listener: (err: Error) => void): void;
+  };
+  if (!settled.has(channel)) channel.on('error', (err) => channelErrors.push(err.message));
+  settled.add(channel);
+  if (settled.has(message)) return;
+  settled.add(message);
+  const tag = `${message.fields.deliveryTag}`;
+  settles.set(tag, [...(settles.get(tag) ?? []), by]);
+  if (requeue) channel.nack(message, false, true);
+  else channel.ack(message);
+}
+
+/** The docs' hook. */
+function onRpcWithoutHandler({ data, context, outcome, code, handler }: RpcWithoutHandlerEvent) {
+  reported.push({ outcome, code, handler, amount: data.amount });
+  if (code === ProblemCode.InProgress || code === ProblemCode.StoreUnavailable)
+    setTimeout(() => settleOnce(context, { requeue: true }, 'hook'), 1000);
+  else settleOnce(context, {}, 'hook');
+}
 
 @Controller()
 class PaymentsHandler {
   @MessagePattern('payments.create')
   @Idempotent()
   create(@Payload() data: { amount: number }, @Ctx() context: RmqContext) {
-    context.getChannelRef().ack(context.getMessage());
+    settleOnce(context);
     return { amount: data.amount, run: exec.hit('create') };
   }
 }
 
-/** The docs' example: a duplicate answered is acked; a message that could not be checked is requeued. */
-function settle({ data, context, outcome, code }: RpcWithoutHandlerEvent) {
-  reported.push({ outcome, code, amount: data.amount });
-  const channel = (context as RmqContext).getChannelRef();
-  if (code === ProblemCode.StoreUnavailable) channel.nack(context.getMessage());
-  else channel.ack(context.getMessage());
+@Controller()
+class BillingHandler {
+  @EventPattern('order.created')
+  @Idempotent()
+  onOrder(@Payload() data: { amount: number }, @Ctx() context: RmqContext) {
+    exec.hit('billing');
+    settleOnce(context);
+  }
+}
+
+@Controller()
+class AuditHandler {
+  @EventPattern('order.created')
+  @Idempotent()
+  onOrder() {
+    exec.hit('audit');
+  }
+}
+
+async function startConsumer(
+  db: MigratedDatabase,
+  controllers: (new () => object)[],
+  prefetchCount: number,
+  providers: object[] = [],
+) {
+  @Module({
+    imports: [
+      IdempotencyModule.forRoot({
+        dataSource: db.dataSource,
+        cleanup: { enabled: false },
+        onRpcWithoutHandler,
+      }),
+    ],
+    controllers,
+    providers: providers as never[],
+  })
+  class AppModule {}
+  const queue = `idem-ack-${randomUUID()}`;
+  const queueOptions = { durable: false, autoDelete: true };
+  const server = await NestFactory.createMicroservice<INestMicroservice>(AppModule, {
+    transport: Transport.RMQ,
+    options: { urls: [RMQ_URL], queue, noAck: false, prefetchCount, queueOptions },
+    logger: false,
+  });
+  await server.listen();
+  const client: ClientProxy = ClientProxyFactory.create({
+    transport: Transport.RMQ,
+    options: { urls: [RMQ_URL], queue, queueOptions },
+  });
+  await client.connect();
+  const send = (data: object) =>
+    firstValueFrom(client.send('payments.create', data).pipe(timeout(5000)));
+  const close = async () => {
+    await client.close();
+    await server.close();
+  };
+  return { client, send, close };
+}
+
+async function until(check: () => boolean, ms = 5000) {
+  for (const end = Date.now() + ms; !check() && Date.now() < end;) await sleep(20);
 }
 
 describe('@Idempotent() on RabbitMQ with manual acks (noAck: false, prefetchCount: 1)', () => {
   let db: MigratedDatabase;
-  let server: INestMicroservice;
-  let client: ClientProxy;
-  const queue = `idem-ack-${randomUUID()}`;
-  const send = (data: object) =>
-    firstValueFrom(client.send('payments.create', data).pipe(timeout(5000)));
+  let consumer: Awaited<ReturnType<typeof startConsumer>>;
 
   beforeAll(async () => {
     db = await createMigratedDatabase('e13rmq');
-    @Module({
-      imports: [
-        IdempotencyModule.forRoot({
-          dataSource: db.dataSource,
-          cleanup: { enabled: false },
-          onRpcWithoutHandler: settle,
-        }),
-      ],
-      controllers: [PaymentsHandler],
-    })
-    class AppModule {}
-    const queueOptions = { durable: false, autoDelete: true };
-    server = await NestFactory.createMicroservice(AppModule, {
-      transport: Transport.RMQ,
-      options: { urls: [RMQ_URL], queue, noAck: false, prefetchCount: 1, queueOptions },
-      logger: false,
-    });
-    await server.listen();
-    client = ClientProxyFactory.create({
-      transport: Transport.RMQ,
-      options: { urls: [RMQ_URL], queue, queueOptions },
-    });
-    await client.connect();
+    consumer = await startConsumer(db, [PaymentsHandler, BillingHandler, AuditHandler], 1);
   });
   afterAll(async () => {
-    await client?.close();
-    await server?.close();
+    await consumer?.close();
     await db?.drop();
   });
 
   it('acks a replayed duplicate through the hook: the next message is delivered', async () => {
+    reported.length = 0;
     const key = randomUUID();
-    const first = await send({ idempotencyKey: key, amount: 10 });
-    const replay = await send({ idempotencyKey: key, amount: 10 });
-    const next = await send({ idempotencyKey: randomUUID(), amount: 20 });
+    const first = await consumer.send({ idempotencyKey: key, amount: 10 });
+    const replay = await consumer.send({ idempotencyKey: key, amount: 10 });
+    const next = await consumer.send({ idempotencyKey: randomUUID(), amount: 20 });
     expect(replay).toEqual(first);
     expect(next).toMatchObject({ amount: 20 });
     expect(exec.count('create')).toBe(2);
-    expect(reported).toEqual([{ outcome: 'replayed', amount: 10 }]);
+    expect(reported).toEqual([
+      { outcome: 'replayed', handler: 'PaymentsHandler.create', amount: 10 },
+    ]);
   });
 
   it('reports a refusal with its code, and the consumer goes on', async () => {
     reported.length = 0;
     const key = randomUUID();
-    await send({ idempotencyKey: key, amount: 30 });
-    const other = await send({ idempotencyKey: key, amount: 31 }).catch((err: unknown) => err);
-    const next = await send({ idempotencyKey: randomUUID(), amount: 32 });
+    await consumer.send({ idempotencyKey: key, amount: 30 });
+    const other = await consumer.send({ idempotencyKey: key, amount: 31 }).catch((e) => e);
+    const next = await consumer.send({ idempotencyKey: randomUUID(), amount: 32 });
     expect(other).toMatchObject({ code: ProblemCode.Mismatch });
     expect(next).toMatchObject({ amount: 32 });
-    expect(reported).toEqual([{ outcome: 'refused', code: ProblemCode.Mismatch, amount: 31 }]);
+    expect(reported).toMatchObject([{ outcome: 'refused', code: ProblemCode.Mismatch }]);
   });
 
   it('reports nothing for messages the handler ran, nor for a message without a key', async () => {
     reported.length = 0;
     const before = exec.count('create');
-    await send({ idempotencyKey: randomUUID(), amount: 40 });
-    await send({ amount: 41 });
+    await consumer.send({ idempotencyKey: randomUUID(), amount: 40 });
+    await consumer.send({ amount: 41 });
     expect(exec.count('create')).toBe(before + 2);
     expect(reported).toEqual([]);
+  });
+
+  it('settles a duplicate event of two handlers once: the channel stays open', async () => {
+    reported.length = 0;
+    settles.clear();
+    const event = { idempotencyKey: randomUUID(), amount: 50 };
+    consumer.client.emit('order.created', event);
+    await until(() => exec.count('billing') === 1 && exec.count('audit') === 1);
+    consumer.client.emit('order.created', event);
+    await until(() => reported.length > 0);
+    const next = await consumer.send({ idempotencyKey: randomUUID(), amount: 51 });
+    expect(next).toMatchObject({ amount: 51 });
+    expect([exec.count('billing'), exec.count('audit')]).toEqual([1, 1]);
+    // Each handler that answers the duplicate is reported (Nest's forkJoin of an event's
+    // handlers may end the other's replay first); the message is acked once either way.
+    expect(reported.length).toBeGreaterThan(0);
+    for (const r of reported) {
+      expect(['AuditHandler.onOrder', 'BillingHandler.onOrder']).toContain(r.handler);
+      expect(r.outcome).toBe('replayed');
+    }
+    expect([...settles.values()].every((by) => by.length === 1)).toBe(true);
+    expect(channelErrors).toEqual([]);
+  });
+});
+
+@Injectable()
+class RetryOnceInterceptor implements NestInterceptor {
+  intercept(_context: unknown, next: CallHandler) {
+    return next.handle().pipe(retry({ count: 1, delay: () => timer(300) }));
+  }
+}
+
+let flaky = 0;
+
+@Controller()
+class FlakyPaymentsHandler {
+  @MessagePattern('payments.create')
+  @Idempotent()
+  async create(@Payload() data: { amount: number }, @Ctx() context: RmqContext) {
+    settleOnce(context);
+    exec.hit('flaky');
+    if (flaky++ === 0) {
+      await sleep(250);
+      throw new Error('processor timeout'); // transient: the app's retry() runs it again
+    }
+    return { amount: data.amount };
+  }
+}
+
+describe('onRpcWithoutHandler with an app retry() interceptor (prefetchCount: 5)', () => {
+  let db: MigratedDatabase;
+  let consumer: Awaited<ReturnType<typeof startConsumer>>;
+
+  beforeAll(async () => {
+    db = await createMigratedDatabase('e13rmqr');
+    const retrying = { provide: APP_INTERCEPTOR, useClass: RetryOnceInterceptor };
+    consumer = await startConsumer(db, [FlakyPaymentsHandler], 5, [retrying]);
+  });
+  afterAll(async () => {
+    await consumer?.close();
+    await db?.drop();
+  });
+
+  it('never reports a message whose handler ran in an earlier attempt; each is settled once', async () => {
+    reported.length = 0;
+    settles.clear();
+    const key = randomUUID();
+    // A runs, acks and fails after 250 ms; B (same key) arrives meanwhile: refused in progress
+    // and reported, then its retry runs the handler, which settles it first.
+    const a = consumer.send({ idempotencyKey: key, amount: 5 }).catch((e) => e);
+    await sleep(100);
+    const b = consumer.send({ idempotencyKey: key, amount: 5 }).catch((e) => e);
+    await Promise.all([a, b]);
+    await sleep(1200); // past the hook's delayed requeue
+    const next = await consumer.send({ idempotencyKey: randomUUID(), amount: 6 });
+    expect(next).toEqual({ amount: 6 });
+    expect(reported).toEqual([
+      {
+        outcome: 'refused',
+        code: ProblemCode.InProgress,
+        handler: 'FlakyPaymentsHandler.create',
+        amount: 5,
+      },
+    ]);
+    expect([...settles.values()].every((by) => by.length === 1)).toBe(true);
+    expect(channelErrors).toEqual([]);
   });
 });

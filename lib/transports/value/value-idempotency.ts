@@ -18,7 +18,7 @@ import { RequestRefusedError } from '../../request/request-refused.error.js';
 import { RequestScope } from '../../request/request-scope.js';
 import { scopeEndpoint } from '../../request/scope-endpoint.js';
 import { keylessTransaction } from './keyless-transaction.js';
-import { reportWithoutHandler } from './rpc-without-handler.js';
+import { reportWithoutHandler, watchHandler } from './rpc-without-handler.js';
 import { settledInput, UnsettledInputError } from './settled-input.js';
 import { captureValue, isNoValue } from './value-capture.js';
 import { UnencodableValueError } from './json-value.js';
@@ -59,15 +59,8 @@ export class ValueIdempotency {
   ): Observable<unknown> {
     const hook = type === 'rpc' ? this.options.onRpcWithoutHandler : undefined;
     if (!hook) return this.call(context, route, next, type, read);
-    let ran = false;
-    const watched: CallHandler = {
-      handle: () => {
-        ran = true;
-        return next.handle();
-      },
-    };
-    const call = this.call(context, route, watched, type, read);
-    return reportWithoutHandler(call, context, hook, () => ran, this.logger);
+    const call = this.call(context, route, watchHandler(context, next), type, read);
+    return reportWithoutHandler(call, context, hook, this.logger);
   }
 
   private call(
