@@ -69,8 +69,8 @@ export interface RpcWithoutHandlerEvent {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   context: any;
   /**
-   * The handler answered for, as `Class.method`: with several `@EventPattern()` handlers of one
-   * event, each is reported apart (each is its own operation), so settle a message once.
+   * The handler answered for, as `Class.method` (several `@EventPattern()` handlers of one
+   * event are each their own operation).
    */
   handler: string;
   /** `replayed`: the stored outcome went back; `refused`: an error with `code` did. */
@@ -206,16 +206,16 @@ export interface IdempotencyModuleOptions {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   getRpcUserId?: (data: any, context: any) => string | number | bigint | null | undefined;
   /**
-   * Called when a microservice message is answered without running its handler: a replay of the
-   * stored outcome, or a refusal (in progress, mismatch, store unavailable, a bad key...). With
-   * manual acknowledgement (RabbitMQ `noAck: false`, the handler calling `channel.ack`), such a
-   * message is otherwise never settled, and the broker stops delivering once `prefetchCount`
-   * messages wait unacknowledged. Called before the answer goes back, at most once per handler
-   * and message, and never once the handler had the message (an app's `retry()` included); a
-   * Promise is awaited; what it throws is logged, and the answer goes back as it would have.
-   * Settle each message once (several `@EventPattern()` handlers of one event are each reported;
-   * RabbitMQ closes the channel on a second ack), and requeue what is not decided yet: an event
-   * refused as in progress has no caller to retry it if that run dies.
+   * Called when an attempt at a microservice message is answered without running its handler:
+   * a replay of the stored outcome, or a refusal (in progress, mismatch, store unavailable, a bad
+   * key...). With manual acknowledgement (RabbitMQ `noAck: false`, the handler calling
+   * `channel.ack`), such a message is otherwise never settled, and the broker stops delivering
+   * once `prefetchCount` messages wait unacknowledged. Called before the answer goes back, once
+   * per attempt (an app's `retry()` makes several); a Promise is awaited; what it throws is
+   * logged, and the answer goes back as it would have. Settle each message once, through one
+   * helper shared with the handlers (RabbitMQ closes the channel on a second ack), and requeue
+   * what is not decided yet: an event refused as in progress has no caller to retry it if that
+   * run dies. See docs/graphql-and-rpc.md, "RabbitMQ: manual acknowledgement".
    * @default undefined (nothing is called)
    * @example ({ context, code }) =>
    *   code === 'request_in_progress' || code === 'idempotency_store_unavailable'

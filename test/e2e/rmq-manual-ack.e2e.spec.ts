@@ -11,7 +11,6 @@ import {
   type CallHandler,
   Controller,
   Injectable,
-  type INestMicroservice,
   Module,
   type NestInterceptor,
 } from '@nestjs/common';
@@ -60,16 +59,21 @@ function settleOnce(context: RmqContext, { requeue = false } = {}, by = 'handler
   settled.add(message);
   const tag = `${message.fields.deliveryTag}`;
   settles.set(tag, [...(settles.get(tag) ?? []), by]);
-  if (requeue) channel.nack(message, false, true);
-  else channel.ack(message);
+  try {
+    if (requeue) channel.nack(message, false, true);
+    else channel.ack(message);
+  } catch {
+    // The channel closed (the consumer's shutdown): the broker redelivers it.
+  }
 }
 
 /** The docs' hook. */
 function onRpcWithoutHandler({ data, context, outcome, code, handler }: RpcWithoutHandlerEvent) {
   reported.push({ outcome, code, handler, amount: data.amount });
+  if (!(context instanceof RmqContext)) return;
   if (code === ProblemCode.InProgress || code === ProblemCode.StoreUnavailable)
-    setTimeout(() => settleOnce(context, { requeue: true }, 'hook'), 1000);
-  else settleOnce(context, {}, 'hook');
+    setTimeout(() => settleOnce(context as RmqContext, { requeue: true }, 'hook'), 1000);
+  else settleOnce(context as RmqContext, {}, 'hook');
 }
 
 @Controller()
@@ -86,9 +90,9 @@ class PaymentsHandler {
 class BillingHandler {
   @EventPattern('order.created')
   @Idempotent()
-  onOrder(@Payload() data: { amount: number }, @Ctx() context: RmqContext) {
+  onOrder(@Payload() _data: unknown, @Ctx() context: unknown) {
     exec.hit('billing');
-    settleOnce(context);
+    settleOnce(context as RmqContext);
   }
 }
 
@@ -96,8 +100,59 @@ class BillingHandler {
 class AuditHandler {
   @EventPattern('order.created')
   @Idempotent()
-  onOrder() {
+  onOrder(@Payload() _data: unknown) {
     exec.hit('audit');
+  }
+}
+
+@Controller()
+class ShippingHandler {
+  @EventPattern('order.paid')
+  @Idempotent()
+  onPaid(@Payload() _data: unknown, @Ctx() context: unknown) {
+    exec.hit('shipping');
+    settleOnce(context as RmqContext);
+  }
+}
+
+@Controller()
+class RefundsHandler {
+  @EventPattern('order.refunded')
+  @Idempotent()
+  onRefund(@Payload() _data: unknown, @Ctx() context: unknown) {
+    exec.hit('refunds');
+    settleOnce(context as RmqContext);
+    // What an ORM returns, an entity whose relation points back at it: JSON cannot hold it, so
+    // it is recorded without a body, and a duplicate is refused (not replayable).
+    const refund: Record<string, unknown> = { id: 1 };
+    refund.order = { id: 7, refunds: [refund] };
+    return refund;
+  }
+}
+
+@Controller()
+class RefundLedgerHandler {
+  @EventPattern('order.refunded')
+  @Idempotent()
+  async onRefund(@Payload() _data: unknown) {
+    await sleep(30);
+    exec.hit('refund-ledger-attempt');
+    if (exec.count('refund-ledger-attempt') === 1) throw new Error('ledger unavailable');
+    exec.hit('refund-ledger');
+  }
+}
+
+let ledgerDown = true;
+
+@Controller()
+class LedgerHandler {
+  @EventPattern('order.paid')
+  @Idempotent()
+  async onPaid(@Payload() _data: unknown) {
+    // The ledger's first attempt fails (its key is freed); a redelivery must run it.
+    await sleep(30);
+    if (ledgerDown) throw new Error('ledger unavailable');
+    exec.hit('ledger');
   }
 }
 
@@ -121,7 +176,7 @@ async function startConsumer(
   class AppModule {}
   const queue = `idem-ack-${randomUUID()}`;
   const queueOptions = { durable: false, autoDelete: true };
-  const server = await NestFactory.createMicroservice<INestMicroservice>(AppModule, {
+  const server = await NestFactory.createMicroservice(AppModule, {
     transport: Transport.RMQ,
     options: { urls: [RMQ_URL], queue, noAck: false, prefetchCount, queueOptions },
     logger: false,
@@ -151,7 +206,19 @@ describe('@Idempotent() on RabbitMQ with manual acks (noAck: false, prefetchCoun
 
   beforeAll(async () => {
     db = await createMigratedDatabase('e13rmq');
-    consumer = await startConsumer(db, [PaymentsHandler, BillingHandler, AuditHandler], 1);
+    consumer = await startConsumer(
+      db,
+      [
+        PaymentsHandler,
+        BillingHandler,
+        AuditHandler,
+        ShippingHandler,
+        LedgerHandler,
+        RefundsHandler,
+        RefundLedgerHandler,
+      ],
+      1,
+    );
   });
   afterAll(async () => {
     await consumer?.close();
@@ -213,6 +280,31 @@ describe('@Idempotent() on RabbitMQ with manual acks (noAck: false, prefetchCoun
     expect([...settles.values()].every((by) => by.length === 1)).toBe(true);
     expect(channelErrors).toEqual([]);
   });
+
+  it("runs a handler whose first run failed when the event comes again, beside a sibling's replay", async () => {
+    const event = { idempotencyKey: randomUUID(), amount: 60 };
+    consumer.client.emit('order.paid', event);
+    await until(() => exec.count('shipping') === 1);
+    await sleep(200); // the ledger's attempt failed: its key is free again
+    ledgerDown = false;
+    consumer.client.emit('order.paid', event); // the redelivery (here: sent again)
+    await until(() => exec.count('ledger') === 1);
+    const next = await consumer.send({ idempotencyKey: randomUUID(), amount: 61 });
+    expect(next).toMatchObject({ amount: 61 });
+    expect([exec.count('shipping'), exec.count('ledger')]).toEqual([1, 1]);
+  });
+
+  it("runs a handler whose first run failed when the event comes again, beside a sibling's refusal", async () => {
+    const event = { idempotencyKey: randomUUID(), amount: 70 };
+    consumer.client.emit('order.refunded', event);
+    await until(() => exec.count('refunds') === 1 && exec.count('refund-ledger-attempt') === 1);
+    await sleep(200);
+    consumer.client.emit('order.refunded', event); // the refunds handler is refused now
+    await until(() => exec.count('refund-ledger') === 1);
+    const next = await consumer.send({ idempotencyKey: randomUUID(), amount: 71 });
+    expect(next).toMatchObject({ amount: 71 });
+    expect([exec.count('refunds'), exec.count('refund-ledger')]).toEqual([1, 1]);
+  });
 });
 
 @Injectable()
@@ -229,12 +321,12 @@ class FlakyPaymentsHandler {
   @MessagePattern('payments.create')
   @Idempotent()
   async create(@Payload() data: { amount: number }, @Ctx() context: RmqContext) {
-    settleOnce(context);
     exec.hit('flaky');
     if (flaky++ === 0) {
       await sleep(250);
       throw new Error('processor timeout'); // transient: the app's retry() runs it again
     }
+    settleOnce(context); // on success only: a failed run leaves its message to the retry
     return { amount: data.amount };
   }
 }
@@ -253,27 +345,24 @@ describe('onRpcWithoutHandler with an app retry() interceptor (prefetchCount: 5)
     await db?.drop();
   });
 
-  it('never reports a message whose handler ran in an earlier attempt; each is settled once', async () => {
+  it('settles every message once, also one whose failed run is answered by a replay on retry', async () => {
     reported.length = 0;
     settles.clear();
     const key = randomUUID();
-    // A runs, acks and fails after 250 ms; B (same key) arrives meanwhile: refused in progress
-    // and reported, then its retry runs the handler, which settles it first.
+    // A runs and fails after 250 ms without settling; B (same key) comes meanwhile: refused in
+    // progress (requeue in 1 s), then its retry runs the handler, which settles B. A's retry is
+    // answered by B's stored result, without the handler: reported, and acked by the hook.
     const a = consumer.send({ idempotencyKey: key, amount: 5 }).catch((e) => e);
     await sleep(100);
     const b = consumer.send({ idempotencyKey: key, amount: 5 }).catch((e) => e);
-    await Promise.all([a, b]);
-    await sleep(1200); // past the hook's delayed requeue
+    expect(await Promise.all([a, b])).toEqual([{ amount: 5 }, { amount: 5 }]);
+    await sleep(1200); // past the hook's delayed requeue, skipped: B was settled first
     const next = await consumer.send({ idempotencyKey: randomUUID(), amount: 6 });
     expect(next).toEqual({ amount: 6 });
-    expect(reported).toEqual([
-      {
-        outcome: 'refused',
-        code: ProblemCode.InProgress,
-        handler: 'FlakyPaymentsHandler.create',
-        amount: 5,
-      },
-    ]);
+    expect(exec.count('flaky')).toBe(3); // A failed, B ran, the next one ran
+    const outcomes = reported.map((r) => `${r.outcome} ${r.code ?? ''}`.trim()).sort();
+    expect(outcomes).toEqual(['refused request_in_progress', 'replayed']);
+    expect(settles.size).toBe(3);
     expect([...settles.values()].every((by) => by.length === 1)).toBe(true);
     expect(channelErrors).toEqual([]);
   });

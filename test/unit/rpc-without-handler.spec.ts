@@ -1,8 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import type { ExecutionContext, Logger } from '@nestjs/common';
 import { RpcException } from '@nestjs/microservices';
-import { firstValueFrom, of, throwError, toArray } from 'rxjs';
+import { firstValueFrom, Observable, of, throwError, toArray } from 'rxjs';
 import type { RpcWithoutHandlerEvent } from '../../lib/index.js';
+import { runsToEnd } from '../../lib/transports/value/event-runs-to-end.js';
 import {
   reportWithoutHandler,
   watchHandler,
@@ -28,8 +29,6 @@ function logger() {
   return { errors, logger: { error: (m: string) => errors.push(m) } as unknown as Logger };
 }
 
-const inProgress = () => new RpcException({ code: 'request_in_progress', status: 409 });
-
 describe('reportWithoutHandler', () => {
   it('reports a replay once, naming the handler, and awaits the hook before the value', async () => {
     const order: string[] = [];
@@ -37,7 +36,7 @@ describe('reportWithoutHandler', () => {
       await new Promise((r) => setTimeout(r, 10));
       order.push(`hook ${e.outcome} ${e.handler} ${e.data.amount} ${e.context}`);
     };
-    const call = reportWithoutHandler(of(1, 2), rpcContext(), hook, logger().logger);
+    const call = reportWithoutHandler(of(1, 2), rpcContext(), hook, () => false, logger().logger);
     call.subscribe((v) => order.push(`value ${v}`));
     await new Promise((r) => setTimeout(r, 50));
     expect(order).toEqual(['hook replayed BillingHandler.onOrder 5 ctx', 'value 1', 'value 2']);
@@ -50,40 +49,36 @@ describe('reportWithoutHandler', () => {
       throwError(() => refusal),
       rpcContext(),
       (e) => void events.push(e),
+      () => false,
       logger().logger,
     );
     await expect(firstValueFrom(call)).rejects.toBe(refusal);
     expect(events).toMatchObject([{ outcome: 'refused', code: 'idempotency_store_unavailable' }]);
   });
 
-  it('reports nothing once the handler had the call', async () => {
+  it('reports nothing when the attempt handed the call to its handler', async () => {
     const events: RpcWithoutHandlerEvent[] = [];
-    const context = rpcContext();
-    const handled = watchHandler(context, { handle: () => of(7) }).handle();
-    const call = reportWithoutHandler(
-      handled,
-      context,
-      (e) => void events.push(e),
-      logger().logger,
-    );
+    const watched = watchHandler({ handle: () => of(7) });
+    const handled = watched.next.handle();
+    const hook = (e: RpcWithoutHandlerEvent) => void events.push(e);
+    const call = reportWithoutHandler(handled, rpcContext(), hook, watched.ran, logger().logger);
     expect(await firstValueFrom(call.pipe(toArray()))).toEqual([7]);
     expect(events).toEqual([]);
   });
 
-  it("reports nothing for a retry's later attempt once an earlier one ran the handler", async () => {
+  it("reports a retry's later attempt answered without the handler, though an earlier one ran it", async () => {
+    // The handler failed without settling the message; the retry is answered by a replay.
     const events: RpcWithoutHandlerEvent[] = [];
     const context = rpcContext();
     const hook = (e: RpcWithoutHandlerEvent) => void events.push(e);
-    // The first attempt hands the call to its handler, which fails; the retry is refused.
-    const first = watchHandler(context, { handle: () => throwError(() => new Error('flaky')) });
-    await expect(firstValueFrom(reportWithoutHandler(first.handle(), context, hook, logger().logger))).rejects.toThrow('flaky'); // prettier-ignore
-    const again = reportWithoutHandler(throwError(inProgress), context, hook, logger().logger);
-    await expect(firstValueFrom(again)).rejects.toBeInstanceOf(RpcException);
+    const first = watchHandler({ handle: () => throwError(() => new Error('flaky')) });
+    const attempt = reportWithoutHandler(first.next.handle(), context, hook, first.ran, logger().logger); // prettier-ignore
+    await expect(firstValueFrom(attempt)).rejects.toThrow('flaky');
     expect(events).toEqual([]);
-    // Another call (another message) is still reported.
-    const other = reportWithoutHandler(throwError(inProgress), rpcContext(), hook, logger().logger);
-    await expect(firstValueFrom(other)).rejects.toBeInstanceOf(RpcException);
-    expect(events).toMatchObject([{ outcome: 'refused', code: 'request_in_progress' }]);
+    const again = watchHandler({ handle: () => of('never') });
+    const replayed = reportWithoutHandler(of({ id: 1 }), context, hook, again.ran, logger().logger);
+    expect(await firstValueFrom(replayed)).toEqual({ id: 1 });
+    expect(events).toMatchObject([{ outcome: 'replayed', handler: 'BillingHandler.onOrder' }]);
   });
 
   it('logs a hook that throws and answers as it would have', async () => {
@@ -91,8 +86,42 @@ describe('reportWithoutHandler', () => {
     const hook = () => {
       throw new Error('channel closed');
     };
-    const call = reportWithoutHandler(of('replayed'), rpcContext(), hook, log);
+    const call = reportWithoutHandler(of('replayed'), rpcContext(), hook, () => false, log);
     expect(await firstValueFrom(call)).toBe('replayed');
     expect(errors).toEqual(['onRpcWithoutHandler threw: channel closed']);
+  });
+});
+
+describe('runsToEnd', () => {
+  it("keeps an event handler's call running when its subscriber leaves, and logs its late error", async () => {
+    const { errors, logger: log } = logger();
+    const steps: string[] = [];
+    const source = new Observable<string>((subscriber) => {
+      const timer = setTimeout(() => {
+        steps.push('handler ran');
+        subscriber.error(new Error('ledger down'));
+      }, 20);
+      return () => steps.push(`source unsubscribed, timer ${timer ? 'kept' : 'gone'}`);
+    });
+    const subscription = runsToEnd(source, 'LedgerHandler.onPaid', log).subscribe({
+      error: () => steps.push('subscriber saw the error'),
+    });
+    subscription.unsubscribe(); // forkJoin ending for a sibling
+    await new Promise((r) => setTimeout(r, 50));
+    expect(steps).toEqual(['handler ran', 'source unsubscribed, timer kept']);
+    expect(errors).toEqual([
+      "LedgerHandler.onPaid failed after its event's other handlers ended: Error: ledger down",
+    ]);
+  });
+
+  it('passes values, errors and completion on while subscribed', async () => {
+    const { logger: log } = logger();
+    expect(await firstValueFrom(runsToEnd(of(1, 2), 'A.b', log).pipe(toArray()))).toEqual([1, 2]);
+    const failing = runsToEnd(
+      throwError(() => new Error('x')),
+      'A.b',
+      log,
+    );
+    await expect(firstValueFrom(failing)).rejects.toThrow('x');
   });
 });

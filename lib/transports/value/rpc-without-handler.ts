@@ -20,36 +20,31 @@ function codeOf(err: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
-/**
- * The calls (`context.getArgs()`, the same array each time an app's `retry()` enters the
- * interceptors again) whose handler was invoked: a later attempt answered without it is not
- * reported, since the handler already had the message.
- */
-const handled = new WeakSet<object>();
-
-/** `next`, noting the call's handler as invoked when the library hands the call to it. */
-export function watchHandler(context: ExecutionContext, next: CallHandler): CallHandler {
-  const args = context.getArgs();
-  return {
+/** `next`, and whether this attempt handed the call to its handler. */
+export function watchHandler(next: CallHandler): { next: CallHandler; ran: () => boolean } {
+  let ran = false;
+  const watched = {
     handle: () => {
-      handled.add(args);
+      ran = true;
       return next.handle();
     },
   };
+  return { next: watched, ran: () => ran };
 }
 
 /**
- * Calls `hook` once, before the call's first answer goes back, when the call's handler was never
- * invoked, in this attempt or an earlier one: a replay, or a refusal. A manual-ack consumer
- * settles the message there, since the handler that would have acked it did not run.
+ * Calls `hook` once, before the attempt's first answer goes back, when the attempt never handed
+ * the call to its handler (`ran()` still false then): a replay, or a refusal. A manual-ack
+ * consumer settles the message there. Each attempt is reported on its own (an app's `retry()`
+ * makes several of one message, and a handler that failed may not have settled it).
  */
 export function reportWithoutHandler<T>(
   call: Observable<T>,
   context: ExecutionContext,
   hook: Hook,
+  ran: () => boolean,
   logger: Logger,
 ): Observable<T> {
-  const args = context.getArgs();
   let reported = false;
   const report = (event: RpcWithoutHandlerEvent) =>
     from(
@@ -64,7 +59,7 @@ export function reportWithoutHandler<T>(
   return call.pipe(
     materialize(),
     concatMap((n: ObservableNotification<T>) => {
-      if (reported || handled.has(args)) return of(n);
+      if (reported || ran()) return of(n);
       reported = true;
       const rpc = context.switchToRpc();
       const refused = n.kind === 'E';

@@ -1,5 +1,5 @@
 import type { CallHandler, ExecutionContext, Logger } from '@nestjs/common';
-import { EMPTY, from, mergeMap, type Observable, of, tap, throwError } from 'rxjs';
+import { from, mergeMap, type Observable, of, tap, throwError } from 'rxjs';
 import { afterDecision, type RoutedCall } from '../../request/routed-call.js';
 import { ActiveCalls } from '../../request/active-calls.js';
 import { ProblemCode } from '../../idempotency.constants.js';
@@ -19,6 +19,8 @@ import { RequestScope } from '../../request/request-scope.js';
 import { scopeEndpoint } from '../../request/scope-endpoint.js';
 import { keylessTransaction } from './keyless-transaction.js';
 import { reportWithoutHandler, watchHandler } from './rpc-without-handler.js';
+import { runsToEnd } from './event-runs-to-end.js';
+import { isEventHandler } from '../../execution/idempotent-route.resolver.js';
 import { settledInput, UnsettledInputError } from './settled-input.js';
 import { captureValue, isNoValue } from './value-capture.js';
 import { UnencodableValueError } from './json-value.js';
@@ -58,9 +60,16 @@ export class ValueIdempotency {
     read: () => ValueRequest,
   ): Observable<unknown> {
     const hook = type === 'rpc' ? this.options.onRpcWithoutHandler : undefined;
-    if (!hook) return this.call(context, route, next, type, read);
-    const call = this.call(context, route, watchHandler(context, next), type, read);
-    return reportWithoutHandler(call, context, hook, this.logger);
+    let call: Observable<unknown>;
+    if (hook) {
+      const watched = watchHandler(next);
+      call = this.call(context, route, watched.next, type, read);
+      call = reportWithoutHandler(call, context, hook, watched.ran, this.logger);
+    } else {
+      call = this.call(context, route, next, type, read);
+    }
+    if (type !== 'rpc' || !isEventHandler(context.getHandler())) return call;
+    return runsToEnd(call, `${context.getClass().name}.${context.getHandler().name}`, this.logger);
   }
 
   private call(
@@ -140,8 +149,10 @@ export class ValueIdempotency {
           });
         }
         if (isNoValue(response)) {
+          // As the handler's own Promise<void> did: Nest sends an `undefined` as no value, and
+          // joins an event's handlers with forkJoin, which an empty stream would end for all.
           const answered = () => this.coordinator.answered(decision);
-          return { result: EMPTY.pipe(tap({ complete: answered })) };
+          return { result: of(undefined).pipe(tap({ complete: answered })) };
         }
         const value = request.decode(response.body);
         // Counted once handed back, and for GraphQL only a value its schema accepts.
