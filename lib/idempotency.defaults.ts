@@ -69,6 +69,12 @@ export const IDEMPOTENCY_DEFAULTS = {
 };
 
 /**
+ * How long a graceful shutdown waits for the runs in flight (handlers running, outcomes being
+ * written) before the DataSource closes: at most this, and never past a lease.
+ */
+export const SHUTDOWN_DRAIN_MAX_MS = 10_000;
+
+/**
  * A completion write that failed after the handler ran is retried in the background, from this
  * delay doubling up to the cap (and at least every third of the lease, which it renews); the
  * smaller fallbacks are tried anyway once this many attempts in a row got no answer.

@@ -16,7 +16,7 @@ import type { IdempotencyModuleOptions } from './interfaces/idempotency-module-o
 import { PostgresIdempotencyStore } from './store/postgres/postgres-idempotency.store.js';
 import { ReplayAuditService } from './execution/replay-audit.service.js';
 import { ReplayCache } from './execution/replay-cache.js';
-import { CompletionRetryShutdown } from './execution/completion-retry.js';
+import { IdempotencyShutdown } from './execution/idempotency-shutdown.service.js';
 import { invalidatedReplayCache } from './execution/replay-cache.invalidation.js';
 import type { IdempotencyStore } from './interfaces/idempotency-store.interface.js';
 import { PreEncodingCapture } from './transports/http/pre-encoding-capture.js';
@@ -73,7 +73,7 @@ const initializedHere = new WeakSet<DataSource>();
     SseRoutesCheck,
     IdempotencyCleanupService,
     ReplayAuditService,
-    CompletionRetryShutdown,
+    IdempotencyShutdown,
     PreEncodingCapture,
     {
       provide: ReplayCache,

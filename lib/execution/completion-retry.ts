@@ -1,5 +1,4 @@
-import { Inject, Injectable, type LoggerService, type OnModuleDestroy } from '@nestjs/common';
-import { IDEMPOTENCY_STORE } from '../idempotency.constants.js';
+import type { LoggerService } from '@nestjs/common';
 import { COMPLETION_RETRY } from '../idempotency.defaults.js';
 import type {
   CompletedRecord,
@@ -161,13 +160,13 @@ class CompletionRetry {
   }
 }
 
-/** Stops the background completion retries of the module's store before it shuts down. */
-@Injectable()
-export class CompletionRetryShutdown implements OnModuleDestroy {
-  constructor(@Inject(IDEMPOTENCY_STORE) private readonly store: IdempotencyStore) {}
+/** Background completion retries of `store` still running. */
+export function retriesRunning(store: IdempotencyStore): number {
+  return running.get(store)?.size ?? 0;
+}
 
-  async onModuleDestroy(): Promise<void> {
-    const retries = running.get(this.store);
-    if (retries) await Promise.all([...retries].map((retry) => retry.abandon()));
-  }
+/** Stops the background completion retries of `store`, saying what each one left. */
+export async function abandonRetries(store: IdempotencyStore): Promise<void> {
+  const retries = running.get(store);
+  if (retries) await Promise.all([...retries].map((retry) => retry.abandon()));
 }

@@ -32,6 +32,7 @@ import type { OutcomeCapture, UncapturableReason, WireResponse } from './handler
 import { isRecoveryPointFailure } from '../recovery/recovery-point.error.js';
 import { completeUntilStored, fallbackCompletions, refusedByDatabase } from './completion-retry.js';
 import { LeaseHeartbeat } from './lease-heartbeat.js';
+import { type InFlightRuns, inFlightRuns } from './in-flight-runs.js';
 import { openTransaction } from './transactional-routes.check.js';
 import { TransactionAbortedError } from '../store/transaction-aborted.error.js';
 import { telemetry } from '../telemetry/idempotency.telemetry.js';
@@ -54,6 +55,8 @@ export class IdempotentExecution {
   private early = false;
   /** The claim was completed or released: nothing is left to record. */
   private done = false;
+  /** Counted until `done`, and while its outcome is written: a graceful shutdown waits for it. */
+  private readonly inFlight: InFlightRuns;
   /** Single-commit: the store ended the transaction on its own; nothing of it was committed. */
   private abortedBy?: Error;
   /** The same call came again while this run held it: the response is that call's refusal. */
@@ -77,6 +80,8 @@ export class IdempotentExecution {
     );
     this.transaction = claimTransaction;
     this.heartbeat = new LeaseHeartbeat(store, lease, options, logger, () => this.describe());
+    this.inFlight = inFlightRuns(store);
+    this.inFlight.runs++;
   }
 
   /** Cold: the handler runs on subscription. Never subscribed? Call `cancel()`. */
@@ -172,7 +177,7 @@ export class IdempotentExecution {
 
   /** The caller went away before the handler started: free the key at once. */
   async cancel(): Promise<void> {
-    this.done = true;
+    this.end();
     await this.discard('the request was abandoned before its handler ran');
   }
 
@@ -323,8 +328,23 @@ export class IdempotentExecution {
   }
 
   private settle(): void {
-    this.done = true;
+    this.end();
     this.heartbeat.stop();
+  }
+
+  private end(): void {
+    if (!this.done) this.inFlight.runs--;
+    this.done = true;
+  }
+
+  /** A write of this run's outcome: a graceful shutdown waits for it. */
+  private async writing<T>(write: () => Promise<T>): Promise<T> {
+    this.inFlight.writes++;
+    try {
+      return await write();
+    } finally {
+      this.inFlight.writes--;
+    }
   }
 
   private async discard(reason: string): Promise<void> {
@@ -340,8 +360,10 @@ export class IdempotentExecution {
     // Single-commit: the completion is sent with the COMMIT.
     let committing = transaction !== undefined && transaction === this.claimTransaction;
     try {
-      const record = await telemetry.complete(this.lease, c.transactionId, () =>
-        this.store.complete(this.lease, completion, transaction),
+      const record = await this.writing(() =>
+        telemetry.complete(this.lease, c.transactionId, () =>
+          this.store.complete(this.lease, completion, transaction),
+        ),
       );
       if (!record) this.logger.error?.(`Lost the claim of ${this.describe()} before completion`);
       if (transaction && !record) throw new Error('lease lost');
@@ -418,7 +440,7 @@ export class IdempotentExecution {
     // Single-commit: the claim was never committed; ending the transaction freed it.
     if (this.claimTransaction) return;
     try {
-      await this.store.release(this.lease);
+      await this.writing(() => this.store.release(this.lease));
     } catch (err) {
       this.logger.warn?.(
         `Could not release ${this.describe()} (${reason}); it frees when its lease ends: ${(err as Error).message}`,

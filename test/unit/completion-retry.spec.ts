@@ -1,8 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import {
+  abandonRetries,
   completeUntilStored,
-  CompletionRetryShutdown,
   fallbackCompletions,
+  retriesRunning,
 } from '../../lib/execution/completion-retry.js';
 import type { Completion, Lease } from '../../lib/interfaces/idempotency-store.interface.js';
 import { InMemoryIdempotencyStore } from '../../lib/testing/index.js';
@@ -121,12 +122,14 @@ describe('completeUntilStored', () => {
     expect((await stored()).response).toMatchObject({ body: null, omitted: 'unrecorded' });
   });
 
-  it('stops when the module is destroyed', async () => {
+  it('stops when abandoned at shutdown', async () => {
     const { store, ctx, state, errors } = await refusingStore();
     await completeUntilStored(ctx, fallbackCompletions(completion));
     await jest.advanceTimersByTimeAsync(100);
     const attempts = state.attempts;
-    await new CompletionRetryShutdown(store).onModuleDestroy();
+    expect(retriesRunning(store)).toBe(1);
+    await abandonRetries(store);
+    expect(retriesRunning(store)).toBe(0);
     await jest.advanceTimersByTimeAsync(60_000);
     expect(state.attempts).toBe(attempts);
     expect(errors.at(-1)).toContain('frees when its lease ends');
