@@ -103,7 +103,7 @@ describe('runsToEnd', () => {
       }, 20);
       return () => steps.push(`source unsubscribed, timer ${timer ? 'kept' : 'gone'}`);
     });
-    const subscription = runsToEnd(source, 'LedgerHandler.onPaid', log).subscribe({
+    const subscription = runsToEnd(source, 'LedgerHandler.onPaid', () => false, log).subscribe({
       error: () => steps.push('subscriber saw the error'),
     });
     subscription.unsubscribe(); // forkJoin ending for a sibling
@@ -114,12 +114,32 @@ describe('runsToEnd', () => {
     ]);
   });
 
+  it("cancels a started handler's stream when its subscriber leaves (an app's timeout)", async () => {
+    const { errors, logger: log } = logger();
+    const steps: string[] = [];
+    const source = new Observable<string>(() => {
+      const timer = setTimeout(() => steps.push('charged'), 20);
+      return () => {
+        clearTimeout(timer);
+        steps.push('cancelled');
+      };
+    });
+    runsToEnd(source, 'Charges.charge', () => true, log)
+      .subscribe()
+      .unsubscribe();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(steps).toEqual(['cancelled']);
+    expect(errors).toEqual([]);
+  });
+
   it('passes values, errors and completion on while subscribed', async () => {
     const { logger: log } = logger();
-    expect(await firstValueFrom(runsToEnd(of(1, 2), 'A.b', log).pipe(toArray()))).toEqual([1, 2]);
+    const passed = runsToEnd(of(1, 2), 'A.b', () => true, log);
+    expect(await firstValueFrom(passed.pipe(toArray()))).toEqual([1, 2]);
     const failing = runsToEnd(
       throwError(() => new Error('x')),
       'A.b',
+      () => true,
       log,
     );
     await expect(firstValueFrom(failing)).rejects.toThrow('x');

@@ -27,13 +27,16 @@ export function encodeValue(value: unknown, maxBytes: number): WireResponse {
 }
 
 /**
- * An RPC handler that answered nothing (`EMPTY`, or `undefined`: a `Promise<void>`), as stored:
- * no body, which no encoded value has. Its caller got no value (Nest's transports drop an
- * `undefined` response), so its replay emits none either: a `null` would be a value.
+ * An RPC handler that answered nothing, as stored: no body, which no encoded value has. Its
+ * caller got no value (Nest's transports drop an `undefined` response); its replay emits what
+ * the handler's stream did, so an app interceptor outside `@Idempotent()` sees the same again:
+ * nothing for `EMPTY` (status 200, as stored before the two were told apart), one `undefined`
+ * for a `Promise<void>` (204). Not a `null`: that would be a value.
  */
 export const NO_VALUE: WireResponse = { statusCode: 200, headers: {}, body: Buffer.alloc(0) };
+export const UNDEFINED_VALUE: WireResponse = { ...NO_VALUE, statusCode: 204 };
 
-/** Whether a stored response is `NO_VALUE`. */
+/** Whether a stored response is `NO_VALUE` or `UNDEFINED_VALUE`. */
 export const isNoValue = (wire: { body: Buffer | null }) => wire.body?.length === 0;
 
 const answersNothing = (values: unknown[]) =>
@@ -71,7 +74,8 @@ export function captureValue(
       concatMap(async (emitted) => {
         const values = streams ? emitted : emitted.slice(-1);
         if (streams && answersNothing(values)) {
-          if (await hooks.onEnd(NO_VALUE)) throw await unrecorded();
+          const nothing = values.length === 0 ? NO_VALUE : UNDEFINED_VALUE;
+          if (await hooks.onEnd(nothing)) throw await unrecorded();
           return values;
         }
         // Several values are a stream: all reach the caller, none can be replayed as one.

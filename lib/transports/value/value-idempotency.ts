@@ -1,5 +1,5 @@
 import type { CallHandler, ExecutionContext, Logger } from '@nestjs/common';
-import { from, mergeMap, type Observable, of, tap, throwError } from 'rxjs';
+import { EMPTY, from, mergeMap, type Observable, of, tap, throwError } from 'rxjs';
 import { afterDecision, type RoutedCall } from '../../request/routed-call.js';
 import { ActiveCalls } from '../../request/active-calls.js';
 import { ProblemCode } from '../../idempotency.constants.js';
@@ -61,15 +61,14 @@ export class ValueIdempotency {
   ): Observable<unknown> {
     const hook = type === 'rpc' ? this.options.onRpcWithoutHandler : undefined;
     let call: Observable<unknown>;
-    if (hook) {
-      const watched = watchHandler(next);
-      call = this.call(context, route, watched.next, type, read);
-      call = reportWithoutHandler(call, context, hook, watched.ran, this.logger);
-    } else {
-      call = this.call(context, route, next, type, read);
-    }
-    if (type !== 'rpc' || !isEventHandler(context.getHandler())) return call;
-    return runsToEnd(call, `${context.getClass().name}.${context.getHandler().name}`, this.logger);
+    const event = type === 'rpc' && isEventHandler(context.getHandler());
+    if (!hook && !event) return this.call(context, route, next, type, read);
+    const watched = watchHandler(next);
+    call = this.call(context, route, watched.next, type, read);
+    if (hook) call = reportWithoutHandler(call, context, hook, watched.ran, this.logger);
+    if (!event) return call;
+    const name = `${context.getClass().name}.${context.getHandler().name}`;
+    return runsToEnd(call, name, watched.ran, this.logger);
   }
 
   private call(
@@ -149,10 +148,10 @@ export class ValueIdempotency {
           });
         }
         if (isNoValue(response)) {
-          // As the handler's own Promise<void> did: Nest sends an `undefined` as no value, and
-          // joins an event's handlers with forkJoin, which an empty stream would end for all.
+          // What the handler's stream emitted: nothing (EMPTY), or one undefined (Promise<void>).
           const answered = () => this.coordinator.answered(decision);
-          return { result: of(undefined).pipe(tap({ complete: answered })) };
+          const nothing = response.statusCode === 204 ? of(undefined) : EMPTY;
+          return { result: nothing.pipe(tap({ complete: answered })) };
         }
         const value = request.decode(response.body);
         // Counted once handed back, and for GraphQL only a value its schema accepts.
