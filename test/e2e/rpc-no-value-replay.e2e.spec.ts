@@ -18,7 +18,7 @@ import { APP_INTERCEPTOR } from '@nestjs/core';
 import { EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
 import { defaultIfEmpty, EMPTY, firstValueFrom, map, Observable, timeout, toArray } from 'rxjs';
-import { Idempotent, IdempotencyModule } from '../../lib/index.js';
+import { Idempotent, IdempotencyModule, ProblemCode } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { Executions } from '../fixtures/payments.fixture.js';
 import { startTcpMicroservice, type TcpMicroservice } from '../fixtures/tcp-microservice.js';
@@ -38,8 +38,22 @@ class EnvelopeInterceptor implements NestInterceptor {
   }
 }
 
+/** A value whose reading throws (a toJSON, a getter, a Proxy): it cannot be stored. */
+class Receipt {
+  toJSON(): unknown {
+    throw new Error('Receipt.toJSON failed');
+  }
+}
+
 @Controller()
 class Payments {
+  @MessagePattern('payments.receipt')
+  @Idempotent()
+  receipt() {
+    exec.hit('receipt');
+    return new Receipt();
+  }
+
   @MessagePattern('payments.silent')
   @Idempotent()
   silent() {
@@ -104,6 +118,20 @@ describe('RPC answers of nothing, replayed behind an app interceptor (TCP)', () 
       expect(exec.count(name)).toBe(1);
     },
   );
+
+  it('records a run whose value throws while stored as run without a body: refused, never run again', async () => {
+    const key = randomUUID();
+    // The first caller gets nothing: Nest's own serializer cannot write the value either.
+    const send = () =>
+      firstValueFrom(
+        tcp.client.send('payments.receipt', { idempotencyKey: key }).pipe(timeout(1000)),
+      ).catch((e) => e);
+    await send();
+    const [record] = await db.records('idempotency_key = $1', [key]);
+    expect(record?.status).toBe('completed');
+    expect(await send()).toMatchObject({ code: ProblemCode.NotReplayable });
+    expect(exec.count('receipt')).toBe(1);
+  });
 
   it("records a started event handler an app's timeout() gave up on: it ran, so it is never run again", async () => {
     const key = randomUUID();

@@ -5,7 +5,7 @@ import {
   type WireResponse,
 } from '../../execution/handler-outcome.js';
 import { canonicalJson } from '../../execution/request-fingerprint.js';
-import { EncodeBudget, plainJson, UnencodableValueError } from './json-value.js';
+import { EncodeBudget, plainJson } from './json-value.js';
 
 /** A value's stored form: JSON text, as if it had been an HTTP 200 JSON response. */
 export function jsonWire(json: string): WireResponse {
@@ -87,8 +87,9 @@ export function captureValue(
         let wire: WireResponse;
         try {
           wire = encode(value);
-        } catch (err) {
-          if (!(err instanceof UnencodableValueError)) throw err;
+        } catch {
+          // Whatever throws while the value is read (a toJSON, a getter, a Proxy): the handler
+          // ran, so its run is recorded without a body, never left unsettled.
           if (await uncapturable(hooks, 200, 'unencodable')) throw await unrecorded();
           return [value];
         }

@@ -185,11 +185,8 @@ export class ValueIdempotency {
       try {
         return request.encode(value);
       } catch (err) {
-        if (err instanceof UnencodableValueError) {
-          this.logger.warn(
-            `${request.endpoint}: the returned value cannot be stored: ${err.message}`,
-          );
-        }
+        const why = err instanceof UnencodableValueError ? err.message : `reading it threw ${err}`;
+        this.logger.warn(`${request.endpoint}: the returned value cannot be stored: ${why}`);
         throw err;
       }
     };
