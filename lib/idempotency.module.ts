@@ -1,4 +1,4 @@
-import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { IDEMPOTENCY_STORE } from './idempotency.constants.js';
 import { IDEMPOTENCY_RESOLVED_OPTIONS } from './idempotency-internal.constants.js';
@@ -25,8 +25,7 @@ import { SchemaCheckService } from './store/postgres/schema-check.service.js';
 import { TransactionalRoutesCheck } from './execution/transactional-routes.check.js';
 import { SseRoutesCheck } from './transports/http/sse-routes.check.js';
 import { loadTelemetryApi } from './telemetry/idempotency.telemetry.js';
-
-const initializedHere = new WeakSet<DataSource>();
+import { initializeForModule } from './store/module-owned-data-source.js';
 
 /**
  * Registers the idempotency interceptor for every route that carries `@Idempotent()`.
@@ -45,8 +44,7 @@ const initializedHere = new WeakSet<DataSource>();
         await loadTelemetryApi();
         // A custom store brings its own storage: the DataSource is not the module's business then.
         if (!resolved.store && resolved.dataSource && !resolved.dataSource.isInitialized) {
-          await resolved.dataSource.initialize();
-          initializedHere.add(resolved.dataSource);
+          await initializeForModule(resolved.dataSource);
         }
         return resolved;
       },
@@ -95,21 +93,4 @@ const initializedHere = new WeakSet<DataSource>();
     ClassIdempotencyInterceptor,
   ],
 })
-export class IdempotencyModule
-  extends ConfigurableIdempotencyModule
-  implements OnApplicationShutdown
-{
-  constructor(
-    @Inject(IDEMPOTENCY_RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
-  ) {
-    super();
-  }
-
-  /** A DataSource the module initialized is the module's to close; the app's own stays open. */
-  async onApplicationShutdown(): Promise<void> {
-    const { dataSource } = this.options;
-    if (dataSource && initializedHere.delete(dataSource) && dataSource.isInitialized) {
-      await dataSource.destroy();
-    }
-  }
-}
+export class IdempotencyModule extends ConfigurableIdempotencyModule {}

@@ -1,19 +1,27 @@
-import { type BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  type BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import { IDEMPOTENCY_STORE } from '../idempotency.constants.js';
 import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../idempotency-internal.constants.js';
 import { type ResolvedIdempotencyOptions, SHUTDOWN_DRAIN_MAX_MS } from '../idempotency.defaults.js';
 import type { IdempotencyStore } from '../interfaces/idempotency-store.interface.js';
 import { abandonRetries, retriesRunning } from './completion-retry.js';
 import { drained, inFlightRuns } from './in-flight-runs.js';
+import { closeIfModuleOwned } from '../store/module-owned-data-source.js';
 
 /**
  * A graceful shutdown (`enableShutdownHooks`, a rolling deploy's SIGTERM) first lets the runs in
  * flight end: a handler still running, an outcome being written, a completion being retried.
- * The DataSource closes after this hook (the module's own, or TypeORM's), and a run whose
- * completion it cut would stay in progress until its lease ended and then run again.
+ * The DataSource closes after this hook (TypeORM's, or the module's own, which this service
+ * closes after a second wait), and a run whose completion it cut would stay in progress until
+ * its lease ended and then run again.
  */
 @Injectable()
-export class IdempotencyShutdown implements BeforeApplicationShutdown {
+export class IdempotencyShutdown implements BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger('IdempotencyShutdown');
 
   constructor(
@@ -22,17 +30,29 @@ export class IdempotencyShutdown implements BeforeApplicationShutdown {
   ) {}
 
   async beforeApplicationShutdown(): Promise<void> {
+    await this.drain();
+  }
+
+  /**
+   * Again just before the module's DataSource closes: a hybrid app closes its connected
+   * microservices after every `beforeApplicationShutdown`, and they take messages until then.
+   */
+  async onApplicationShutdown(): Promise<void> {
+    await this.drain();
+    await abandonRetries(this.store);
+    await closeIfModuleOwned(this.options.dataSource);
+  }
+
+  private async drain(): Promise<void> {
     const counts = inFlightRuns(this.store);
     const busy = () => counts.runs > 0 || counts.writes > 0 || retriesRunning(this.store) > 0;
-    if (busy()) {
-      const maxMs = Math.min(SHUTDOWN_DRAIN_MAX_MS, this.options.leaseSeconds * 1000);
-      this.logger.log(`Waiting up to ${maxMs} ms for ${counts.runs} run(s) in flight to end`);
-      if (!(await drained(busy, maxMs))) {
-        this.logger.error(
-          `Shutting down with ${counts.runs} run(s) still in flight: their keys stay in progress until their leases end, and a retry may then run them again`,
-        );
-      }
+    if (!busy()) return;
+    const maxMs = Math.min(SHUTDOWN_DRAIN_MAX_MS, this.options.leaseSeconds * 1000);
+    this.logger.log(`Waiting up to ${maxMs} ms for ${counts.runs} run(s) in flight to end`);
+    if (!(await drained(busy, maxMs))) {
+      this.logger.error(
+        `Shutting down with ${counts.runs} run(s) still in flight: their keys stay in progress until their leases end, and a retry may then run them again`,
+      );
     }
-    await abandonRetries(this.store);
   }
 }

@@ -5,9 +5,16 @@
  * charge (helper-59, on events and message handlers). The shutdown now waits for runs in flight.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Controller, Module, Post, Body } from '@nestjs/common';
+import { Body, Controller, Get, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
+import {
+  ClientProxyFactory,
+  EventPattern,
+  MessagePattern,
+  type MicroserviceOptions,
+  Payload,
+  Transport,
+} from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
 import { firstValueFrom } from 'rxjs';
 import request from 'supertest';
@@ -15,6 +22,7 @@ import { Idempotent, IdempotencyModule } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { Executions } from '../fixtures/payments.fixture.js';
 import { startTcpMicroservice } from '../fixtures/tcp-microservice.js';
+import { freePort } from '../fixtures/free-port.js';
 
 const exec = new Executions();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -34,6 +42,13 @@ class Charges {
     await sleep(800);
     exec.hit('charged', d.idempotencyKey);
     return { id: 'ch_1' };
+  }
+
+  /** An ordinary slow route, not idempotent: the HTTP server waits for it while closing. */
+  @Get('report')
+  async report() {
+    await sleep(1500);
+    return { ok: true };
   }
 
   @Post('charges')
@@ -99,6 +114,40 @@ describe('a graceful shutdown while a handler runs', () => {
     },
     20_000,
   );
+
+  it('records a message a hybrid app takes after the first wait, before its DataSource closes', async () => {
+    // Nest closes a hybrid app's microservices after every beforeApplicationShutdown hook, and
+    // after its HTTP server, which waits for the requests in flight (helper-60).
+    const port = await freePort();
+    const app = await NestFactory.create(appModule(), { logger: false });
+    app.connectMicroservice<MicroserviceOptions>({
+      transport: Transport.TCP,
+      options: { host: '127.0.0.1', port },
+    });
+    await app.startAllMicroservices();
+    await app.listen(0, '127.0.0.1');
+    const client = ClientProxyFactory.create({
+      transport: Transport.TCP,
+      options: { host: '127.0.0.1', port },
+    });
+    await client.connect();
+    const report = request(app.getHttpServer())
+      .get('/report')
+      .then((r) => r.status);
+    await sleep(100);
+    const closed = app.close();
+    await sleep(900); // nothing idempotent ran at the first wait; the HTTP server still waits
+    const key = randomUUID();
+    const first = firstValueFrom(client.send('charge.msg', { idempotencyKey: key })).catch(
+      (e) => e,
+    );
+    await closed;
+    await Promise.race([first, sleep(1000)]);
+    await client.close();
+    expect(await report).toBe(200);
+    expect(exec.count('charged', key)).toBe(1);
+    expect(await status(key)).toBe('completed');
+  }, 20_000);
 
   it('answers an HTTP request in flight and records it before closing', async () => {
     const app = await NestFactory.create(appModule(), { logger: false });
