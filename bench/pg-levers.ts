@@ -15,27 +15,17 @@
  *    on a first call), and that against the insert alone (no advisory lock): backend CPU per claim.
  * PG_LEVERS_PARTS picks which (default 1,2,3).
  */
-import {
-  execFileSync,
-  spawn,
-  type ChildProcess,
-  type ExecFileSyncOptions,
-} from 'node:child_process';
-import { createHash, randomUUID } from 'node:crypto';
-import { chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { loadavg, tmpdir } from 'node:os';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readFileSync, rmSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { IDEMPOTENCY_DEFAULTS } from '../lib/idempotency.defaults.js';
-import { buildStatements } from '../lib/store/postgres/idempotency.sql.js';
-import { bound } from '../lib/store/postgres/pg-deadline.js';
-import { scopeLockKey } from '../lib/store/postgres/scope-lock.js';
 import { migrate } from '../migrations/migrate.js';
-import * as raw from './variants/raw-statements.js';
+import { clusterFolder, initdb, PG_BIN } from './private-cluster.js';
+import { claim, firstCall, shapedClaim, TABLE, type Shape } from './pg-statements.js';
 
-const BIN = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';
 const TRIALS = Number(process.env.PG_LEVERS_TRIALS ?? 10);
 const PER_CLIENT = Number(process.env.PG_LEVERS_STATEMENTS ?? 2000);
 const ROUNDS = Number(process.env.PG_LEVERS_ROUNDS ?? 3);
@@ -43,38 +33,16 @@ const CLIENTS = 4;
 const PARTS = (process.env.PG_LEVERS_PARTS ?? '1,2,3').split(',');
 /** Part 3's concurrent connections (PG_LEVERS_SHARE_CLIENTS): 1, or 10 as the bench's servers. */
 const SHARE_CLIENTS = Number(process.env.PG_LEVERS_SHARE_CLIENTS ?? 1);
-const TABLE = 'idempotency_keys';
-const SQL = buildStatements(TABLE);
 const INDEX = `idx_${TABLE}_created_at`;
 
-// initdb and postgres refuse to run as root: as root, every server process runs as `postgres`.
-const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }));
-const owner = process.getuid?.() === 0 ? { uid: id('-u'), gid: id('-g') } : undefined;
-const dir = mkdtempSync(join(tmpdir(), 'pg-levers-'));
-const data = join(dir, 'data');
-if (owner) chownSync(dir, owner.uid, owner.gid);
-const asPg: ExecFileSyncOptions = { cwd: dir, ...owner, stdio: ['ignore', 'ignore', 'inherit'] };
-const port = await new Promise<number>((resolve) => {
-  const server = createServer().listen(0, '127.0.0.1', () => {
-    const { port } = server.address() as { port: number };
-    server.close(() => resolve(port));
-  });
-});
+const cluster = await clusterFolder('pg-levers-');
+const { dir, data, port, owner, asPg } = cluster;
 const connect = async () => {
   const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', database: 'postgres' });
   client.on('error', () => undefined); // the crash trials cut the connection on purpose
   await client.connect();
   return client;
 };
-
-/** The store's claim: its statement and bind values (scope, hash, token, lease, TTL, lock key). */
-function claim(key: string) {
-  const scope = { key, endpoint: 'POST /payments', userId: 'user-1' };
-  const hash = createHash('sha256').update(key).digest('hex');
-  const { leaseSeconds, ttlSeconds } = IDEMPOTENCY_DEFAULTS;
-  const lock = scopeLockKey(TABLE, scope);
-  return bound(SQL.claim, [key, scope.endpoint, scope.userId, hash, randomUUID(), leaseSeconds, ttlSeconds, lock]); // prettier-ignore
-}
 
 // The cluster runs under a child-subreaper (PID 1 here reaps no orphans): when every server
 // process is SIGKILLed, the reaper collects them all and exits, so a crash leaves no zombie whose
@@ -99,7 +67,7 @@ async function start(settings: string[]): Promise<void> {
   running = settings;
   const opts = ['-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dir}`, '-c', 'shared_preload_libraries=pg_stat_statements']; // prettier-ignore
   for (const s of settings) opts.push('-c', s);
-  const pgCtl = [`${BIN}/pg_ctl`, '-D', data, '-l', join(dir, 'log'), '-w', '-o', opts.join(' '), 'start']; // prettier-ignore
+  const pgCtl = [`${PG_BIN}/pg_ctl`, '-D', data, '-l', join(dir, 'log'), '-w', '-o', opts.join(' '), 'start']; // prettier-ignore
   const ids = owner ? [String(owner.uid), String(owner.gid)] : [];
   const child = spawn('python3', ['-c', REAPER, ...ids, pgCtl.join('\x1f')], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] }); // prettier-ignore
   reaper = child;
@@ -124,7 +92,7 @@ async function crash(): Promise<void> {
 async function stop(): Promise<void> {
   if (!reaper || reaper.exitCode !== null || reaper.signalCode !== null) return;
   const gone = new Promise((resolve) => reaper?.once('exit', resolve));
-  execFileSync(`${BIN}/pg_ctl`, ['-D', data, '-m', 'fast', '-w', 'stop'], asPg);
+  execFileSync(`${PG_BIN}/pg_ctl`, ['-D', data, '-m', 'fast', '-w', 'stop'], asPg);
   await gone;
 }
 
@@ -145,18 +113,6 @@ async function crashTrial(sync: 'on' | 'off', walWriterDelay: string): Promise<b
 }
 
 type Round = { perSec: number; p50: number; wal: number; cpu: number };
-
-/** Part 4's shapes of the claim: the store's, without its conflicting-row read, the insert alone. */
-const SHAPES = {
-  store: SQL.claim.text,
-  'no-read': `${SQL.claim.text.split('\nSELECT id, true AS claimed')[0]}\nSELECT id FROM ins`,
-  'insert-alone':
-    `${SQL.claim.text.split('\nSELECT id, true AS claimed')[0]}\nSELECT id FROM ins`.replace(
-      'pg_try_advisory_xact_lock($8)',
-      '$8::bigint IS NOT NULL',
-    ),
-};
-type Shape = keyof typeof SHAPES;
 
 /**
  * One round: empty table, checkpoint, `clients` x PER_CLIENT claims, each client in sequence;
@@ -184,10 +140,7 @@ async function round(
     clients.map(async (c, i) => {
       for (let n = 0; n < PER_CLIENT; n++) {
         const s = performance.now();
-        const q = claim(`${prefix}-${i}-${n}`);
-        await c.query(
-          shape === 'store' ? q : { ...q, name: `shape_${shape}`, text: SHAPES[shape] },
-        );
+        await c.query(shapedClaim(shape, `${prefix}-${i}-${n}`));
         latencies.push(performance.now() - s);
       }
     }),
@@ -228,23 +181,6 @@ async function compare(name: string, a: [string, () => Promise<Round>], b: typeo
   const [ma, mb] = [med(results[a[0]]), med(results[b[0]])];
   console.log(`${name} ${a[0]}: ${fmt(ma)}\n${name} ${b[0]}: ${fmt(mb)}`);
   console.log(`${name} ${b[0]} / ${a[0]}: statements/s ×${(mb.perSec / ma.perSec).toFixed(2)}, p50 ×${(mb.p50 / ma.p50).toFixed(2)}, backend CPU ×${(mb.cpu / ma.cpu).toFixed(2)}\n`); // prettier-ignore
-}
-
-const BODY = JSON.stringify({ id: '1234567', amount: 100, status: 'succeeded' });
-const HEADERS = { 'content-type': 'application/json; charset=utf-8' };
-
-/** One first call's statements, as the store sends them (`module`) or the raw floor does (`raw`). */
-async function firstCall(c: pg.Client, variant: 'module' | 'raw', key: string): Promise<void> {
-  if (variant === 'raw') {
-    const { rows } = await c.query({ ...raw.CLAIM, values: [key, 'POST /payments', key.padEnd(64, '0')] }); // prettier-ignore
-    await c.query({ ...raw.COMPLETE, values: [rows[0].id, 201, Buffer.from(BODY)] });
-    return;
-  }
-  const claimed = claim(key);
-  const { rows } = await c.query(claimed);
-  const [id, token] = [rows[0].id, claimed.values[4]];
-  const { ttlSeconds } = IDEMPOTENCY_DEFAULTS;
-  await c.query(bound(SQL.complete, [id, token, 201, HEADERS, Buffer.from(BODY), BODY, null, ttlSeconds, null, null])); // prettier-ignore
 }
 
 type Share = { cpu: number; statements: Map<string, { us: number; wal: number }> };
@@ -299,7 +235,7 @@ async function compareShares(): Promise<void> {
 
 process.once('SIGINT', () => {
   try {
-    execFileSync(`${BIN}/pg_ctl`, ['-D', data, '-m', 'immediate', 'stop'], asPg);
+    execFileSync(`${PG_BIN}/pg_ctl`, ['-D', data, '-m', 'immediate', 'stop'], asPg);
   } finally {
     rmSync(dir, { recursive: true, force: true });
     process.exit(130);
@@ -308,7 +244,7 @@ process.once('SIGINT', () => {
 
 try {
   console.log(`pg-levers: ${dir}, port ${port}, load average ${loadavg()[0].toFixed(1)}`);
-  execFileSync(`${BIN}/initdb`, ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8'], asPg);
+  initdb(cluster);
   await start([]);
   const pool = new pg.Pool({ host: '127.0.0.1', port, user: 'postgres', database: 'postgres' });
   console.log(`migrations applied: ${(await migrate(pool)).join(', ')}`);
