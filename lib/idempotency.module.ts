@@ -24,6 +24,7 @@ import type { IdempotencyPool } from './interfaces/idempotency-pool.interface.js
 import { SchemaCheckService } from './store/postgres/schema-check.service.js';
 import { TransactionalRoutesCheck } from './execution/transactional-routes.check.js';
 import { SseRoutesCheck } from './transports/http/sse-routes.check.js';
+import { EventScopesCheck } from './transports/value/event-scopes.check.js';
 import { loadTelemetryApi } from './telemetry/idempotency.telemetry.js';
 import { initializeForModule } from './store/module-owned-data-source.js';
 
@@ -69,6 +70,7 @@ import { initializeForModule } from './store/module-owned-data-source.js';
     SchemaCheckService,
     TransactionalRoutesCheck,
     SseRoutesCheck,
+    EventScopesCheck,
     IdempotencyCleanupService,
     ReplayAuditService,
     IdempotencyShutdown,

@@ -34,9 +34,13 @@ function declaredRoute(cls: object, handler: object): string {
 
 type Controller = new (...args: never[]) => object;
 
-/** Every controller of the app with its route handlers (methods with a path), by method name. */
+/**
+ * Every controller of the app with its route handlers (methods with a path), by method name; with
+ * `metadata`, its methods that carry that metadata key instead (microservice handlers).
+ */
 export function controllerRoutes(
   modules: ModulesContainer,
+  metadata: string = PATH_METADATA,
 ): { cls: Controller; routes: { name: string; handler: object }[] }[] {
   const scanner = new MetadataScanner();
   const controllers: { cls: Controller; routes: { name: string; handler: object }[] }[] = [];
@@ -48,7 +52,7 @@ export function controllerRoutes(
       const routes = scanner
         .getAllMethodNames(proto)
         .map((name) => ({ name, handler: proto[name] }))
-        .filter(({ handler }) => Reflect.getMetadata(PATH_METADATA, handler) !== undefined);
+        .filter(({ handler }) => Reflect.getMetadata(metadata, handler) !== undefined);
       controllers.push({ cls, routes });
     }
   }

@@ -1,15 +1,15 @@
 import { INTERCEPTORS_METADATA } from '@nestjs/common/constants.js';
 import { Injectable } from '@nestjs/common';
 import { MetadataScanner, ModulesContainer } from '@nestjs/core';
-import { IDEMPOTENT_METADATA } from '../idempotency-internal.constants.js';
+import {
+  IDEMPOTENT_METADATA,
+  MICROSERVICE_PATTERN_METADATA,
+} from '../idempotency-internal.constants.js';
 import { controllerRoutes } from '../idempotent-routes.scan.js';
 import {
   IdempotencyInterceptor,
   isIdempotencyInterceptor as isIdempotency,
 } from './idempotency.interceptor.js';
-
-/** `@nestjs/microservices`' `PATTERN_METADATA`: a message or event handler. */
-const PATTERN_METADATA = 'microservices:pattern';
 
 /**
  * Makes the idempotency interceptor the innermost interceptor of every HTTP route that has it, so
@@ -64,5 +64,5 @@ function hasMessageHandlers(cls: object): boolean {
   if (!proto) return false;
   return new MetadataScanner()
     .getAllMethodNames(proto)
-    .some((name) => Reflect.getMetadata(PATTERN_METADATA, proto[name]) !== undefined);
+    .some((name) => Reflect.getMetadata(MICROSERVICE_PATTERN_METADATA, proto[name]) !== undefined);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { normalizePattern } from '../../lib/transports/value/value-request.js';
+import { normalizePattern } from '../../lib/transports/value/rpc-request.js';
 
 describe('normalizePattern (the RPC scope endpoint)', () => {
   it('one object pattern, whatever its key order and spacing, nested objects included', () => {

@@ -2,7 +2,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import { parseIdempotencyKey } from '../../request/idempotency-key.parser.js';
 import type { TransportAdapterFactory } from '../transport-adapter.interface.js';
 import { ValueIdempotency } from './value-idempotency.js';
-import { normalizePattern, rpcRequest } from './value-request.js';
+import { rpcRequest } from './rpc-request.js';
 
 /** The parts of Nest's `NatsContext` and the `nats` headers read here (both optional peers). */
 interface NatsContextLike {
@@ -28,7 +28,7 @@ function rawNatsHeaders(nats: NatsContextLike): string[] {
 
 /**
  * NATS message handlers: as RPC, but the key comes from the message header `headerName` (unless
- * `getRpcKey` returns one) and the scope is `RPC <subject>`.
+ * `getRpcKey` returns one); the scope is `RPC <subject>`, as `rpcRequest` reads it.
  */
 export const natsTransport: TransportAdapterFactory = (deps) => {
   const values = new ValueIdempotency(deps);
@@ -42,7 +42,6 @@ export const natsTransport: TransportAdapterFactory = (deps) => {
           ...rpc,
           key: () =>
             rpc.key() ?? parseIdempotencyKey(rawNatsHeaders(nats), deps.options.headerName),
-          endpoint: `RPC ${normalizePattern(nats.getSubject())}`,
         };
       }),
   };

@@ -1,6 +1,6 @@
 import type { TransportAdapterFactory } from '../transport-adapter.interface.js';
 import { ValueIdempotency } from './value-idempotency.js';
-import { rpcRequest } from './value-request.js';
+import { rpcRequest } from './rpc-request.js';
 
 /**
  * Microservice handlers of any transport (TCP and those without an adapter of their own): the

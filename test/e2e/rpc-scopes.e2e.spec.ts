@@ -1,0 +1,199 @@
+/**
+ * An RPC call's scope is the pattern it was routed by, on every transport the NestJS docs set up:
+ * Redis (getChannel), MQTT (getTopic) and NATS (getSubject) have no getPattern(), and the scope
+ * fell back to `<Class>.<method>`, so two feature modules' `ChargeHandler.charge` were one
+ * operation: the wallet charge was answered with the card charge's receipt and never ran. Event
+ * handlers: NATS dropped the handler from the scope (one of an event's handlers never ran), and
+ * two same-named classes on one event are refused at start-up. Found by helper-62.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Controller, type INestMicroservice, Module, type Type } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import {
+  type ClientProxy,
+  ClientProxyFactory,
+  EventPattern,
+  MessagePattern,
+  NatsRecordBuilder,
+  Payload,
+  Transport,
+} from '@nestjs/microservices';
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import { randomUUID } from 'node:crypto';
+import { firstValueFrom, timeout } from 'rxjs';
+import { Idempotent, IdempotencyModule, type IdempotentOptions } from '../../lib/index.js';
+import { bootError } from '../fixtures/boot-error.js';
+import { freePort } from '../fixtures/free-port.js';
+import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
+
+const runs: string[] = [];
+const suffix = randomUUID().slice(0, 8);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A feature module's own `ChargeHandler` (the same class name in each module). */
+function chargeModule(pattern: string, source: string): Type {
+  @Controller()
+  class ChargeHandler {
+    @MessagePattern(pattern)
+    @Idempotent()
+    charge(@Payload() d: { amount: number }) {
+      runs.push(source);
+      return { source, amount: d.amount };
+    }
+  }
+  @Module({ controllers: [ChargeHandler] })
+  class FeatureModule {}
+  return FeatureModule;
+}
+
+/** A feature module's own `OrderCreatedHandler` for one event (or a class named `className`). */
+function eventModule(
+  pattern: string,
+  source: string,
+  options: IdempotentOptions = {},
+  className?: string,
+): Type {
+  @Controller()
+  class OrderCreatedHandler {
+    @EventPattern(pattern)
+    @Idempotent(options)
+    async handle(@Payload() d: { n: number }) {
+      runs.push(`${source}:${d.n}`);
+      await sleep(20);
+    }
+  }
+  if (className) Object.defineProperty(OrderCreatedHandler, 'name', { value: className });
+  @Module({ controllers: [OrderCreatedHandler] })
+  class FeatureModule {}
+  return FeatureModule;
+}
+
+async function start(
+  db: MigratedDatabase,
+  features: Type[],
+  transport: Transport,
+  options: object,
+) {
+  @Module({
+    imports: [
+      IdempotencyModule.forRoot({ dataSource: db.dataSource, cleanup: { enabled: false } }),
+      ...features,
+    ],
+  })
+  class AppModule {}
+  const server: INestMicroservice = await NestFactory.createMicroservice(AppModule, {
+    transport,
+    options,
+    logger: false,
+  } as never);
+  await server.listen();
+  const client: ClientProxy = ClientProxyFactory.create({ transport, options } as never);
+  await client.connect();
+  return {
+    server,
+    client,
+    close: async () => {
+      await client.close();
+      await server.close();
+    },
+  };
+}
+
+let db: MigratedDatabase;
+beforeAll(async () => {
+  db = await createMigratedDatabase('rpc_scopes');
+});
+afterAll(() => db?.drop());
+
+const transports = [
+  ['Redis', Transport.REDIS, async () => ({ host: '127.0.0.1', port: 6379 })],
+  ['MQTT', Transport.MQTT, async () => ({ url: 'mqtt://127.0.0.1:1883' })],
+  ['NATS', Transport.NATS, async () => ({ servers: ['nats://127.0.0.1:4222'] })],
+  ['TCP', Transport.TCP, async () => ({ host: '127.0.0.1', port: await freePort() })],
+] as const;
+
+describe.each(transports)(
+  '%s: two same-named handlers on two patterns',
+  (name, transport, options) => {
+    const cards = `scopes.${name}.cards.charge.${suffix}`;
+    const wallet = `scopes.${name}.wallet.charge.${suffix}`;
+    let app: Awaited<ReturnType<typeof start>>;
+    beforeAll(async () => {
+      app = await start(db, [chargeModule(cards, 'card'), chargeModule(wallet, 'wallet')], transport, await options()); // prettier-ignore
+    });
+    afterAll(() => app?.close());
+
+    it('are two operations: the wallet is charged, never answered with the card receipt', async () => {
+      runs.length = 0;
+      const idempotencyKey = randomUUID();
+      const send = (pattern: string) =>
+        firstValueFrom(app.client.send(pattern, { amount: 5, idempotencyKey }).pipe(timeout(5000)));
+      expect(await send(cards)).toEqual({ source: 'card', amount: 5 });
+      expect(await send(wallet)).toEqual({ source: 'wallet', amount: 5 });
+      expect(await send(wallet)).toEqual({ source: 'wallet', amount: 5 });
+      expect(runs).toEqual(['card', 'wallet']);
+      const rows = await db.records('idempotency_key = $1', [idempotencyKey]);
+      expect(rows.map((r) => r.endpoint).sort()).toEqual([`RPC ${cards}`, `RPC ${wallet}`]);
+    });
+  },
+);
+
+describe('NATS: one event, two handlers', () => {
+  const event = `scopes.nats.order.${suffix}`;
+  let app: Awaited<ReturnType<typeof start>>;
+  beforeAll(async () => {
+    const features = [eventModule(event, 'billing', {}, 'BillingHandler'), eventModule(event, 'email', {}, 'EmailHandler')]; // prettier-ignore
+    app = await start(db, features, Transport.NATS, { servers: ['nats://127.0.0.1:4222'] });
+  });
+  afterAll(() => app?.close());
+
+  const ranBoth = async (n: number) => {
+    for (let waited = 0; waited < 5000 && runs.filter((r) => r.endsWith(`:${n}`)).length < 2; waited += 50) await sleep(50); // prettier-ignore
+    await sleep(200);
+    return runs.filter((r) => r.endsWith(`:${n}`)).sort();
+  };
+
+  it('each handler runs once, the key in a NATS header', async () => {
+    const headers = natsHeaders();
+    headers.set('Idempotency-Key', randomUUID());
+    const message = new NatsRecordBuilder({ n: 1 }).setHeaders(headers).build();
+    await firstValueFrom(app.client.emit(event, message));
+    await firstValueFrom(app.client.emit(event, message));
+    expect(await ranBoth(1)).toEqual(['billing:1', 'email:1']);
+  });
+
+  it('each handler runs once, the key in the payload', async () => {
+    const data = { n: 2, idempotencyKey: randomUUID() };
+    await firstValueFrom(app.client.emit(event, data));
+    await firstValueFrom(app.client.emit(event, data));
+    expect(await ranBoth(2)).toEqual(['billing:2', 'email:2']);
+  });
+});
+
+describe('two same-named event handler classes on one event', () => {
+  const event = `scopes.tcp.order.${suffix}`;
+
+  it('are refused at start-up, naming the way out', async () => {
+    const options = { host: '127.0.0.1', port: await freePort() };
+    const features = [eventModule(event, 'billing'), eventModule(event, 'shipping')];
+    const message = await bootError(start(db, features, Transport.TCP, options));
+    expect(message).toContain('OrderCreatedHandler.handle');
+    expect(message).toContain('@Idempotent({ endpoint:');
+  });
+
+  it('each run once when one is given its own endpoint', async () => {
+    const options = { host: '127.0.0.1', port: await freePort() };
+    const features = [eventModule(event, 'billing', { endpoint: `billing ${event}` }), eventModule(event, 'shipping')]; // prettier-ignore
+    const app = await start(db, features, Transport.TCP, options);
+    try {
+      const data = { n: 3, idempotencyKey: randomUUID() };
+      await firstValueFrom(app.client.emit(event, data));
+      await firstValueFrom(app.client.emit(event, data));
+      for (let waited = 0; waited < 5000 && runs.filter((r) => r.endsWith(':3')).length < 2; waited += 50) await sleep(50); // prettier-ignore
+      await sleep(200);
+      expect(runs.filter((r) => r.endsWith(':3')).sort()).toEqual(['billing:3', 'shipping:3']);
+    } finally {
+      await app.close();
+    }
+  });
+});
