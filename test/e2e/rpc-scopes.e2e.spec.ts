@@ -57,8 +57,8 @@ function eventModule(
   class OrderCreatedHandler {
     @EventPattern(pattern)
     @Idempotent(options)
-    async handle(@Payload() d: { n: number }) {
-      runs.push(`${source}:${d.n}`);
+    async handle(@Payload() data: unknown) {
+      runs.push(`${source}:${(data as { n: number }).n}`);
       await sleep(20);
     }
   }
@@ -87,7 +87,9 @@ async function start(
     logger: false,
   } as never);
   await server.listen();
-  const client: ClientProxy = ClientProxyFactory.create({ transport, options } as never);
+  const client: ClientProxy = ClientProxyFactory.create({ transport, options } as {
+    transport: Transport.TCP;
+  });
   await client.connect();
   return {
     server,
