@@ -26,7 +26,7 @@ import { TransactionalRoutesCheck } from './execution/transactional-routes.check
 import { SseRoutesCheck } from './transports/http/sse-routes.check.js';
 import { EventScopesCheck } from './transports/value/event-scopes.check.js';
 import { loadTelemetryApi } from './telemetry/idempotency.telemetry.js';
-import { initializeForModule } from './store/module-owned-data-source.js';
+import { useForModule } from './store/module-owned-data-source.js';
 
 /**
  * Registers the idempotency interceptor for every route that carries `@Idempotent()`.
@@ -44,9 +44,7 @@ import { initializeForModule } from './store/module-owned-data-source.js';
         const resolved = resolveIdempotencyOptions(options);
         await loadTelemetryApi();
         // A custom store brings its own storage: the DataSource is not the module's business then.
-        if (!resolved.store && resolved.dataSource && !resolved.dataSource.isInitialized) {
-          await initializeForModule(resolved.dataSource);
-        }
+        if (!resolved.store && resolved.dataSource) await useForModule(resolved.dataSource);
         return resolved;
       },
     },

@@ -43,13 +43,18 @@ export class IdempotencyShutdown implements BeforeApplicationShutdown, OnApplica
     await closeIfModuleOwned(this.options.dataSource);
   }
 
+  /** Both waits end by one deadline, set by the first: the shutdown waits at most that long. */
+  private deadline?: number;
+
   private async drain(): Promise<void> {
     const counts = inFlightRuns(this.store);
     const busy = () => counts.runs > 0 || counts.writes > 0 || retriesRunning(this.store) > 0;
-    if (!busy()) return;
     const maxMs = Math.min(SHUTDOWN_DRAIN_MAX_MS, this.options.leaseSeconds * 1000);
-    this.logger.log(`Waiting up to ${maxMs} ms for ${counts.runs} run(s) in flight to end`);
-    if (!(await drained(busy, maxMs))) {
+    this.deadline ??= performance.now() + maxMs;
+    if (!busy()) return;
+    const leftMs = Math.max(0, Math.round(this.deadline - performance.now()));
+    this.logger.log(`Waiting up to ${leftMs} ms for ${counts.runs} run(s) in flight to end`);
+    if (!(await drained(busy, leftMs))) {
       this.logger.error(
         `Shutting down with ${counts.runs} run(s) still in flight: their keys stay in progress until their leases end, and a retry may then run them again`,
       );

@@ -15,6 +15,7 @@ import { claimInTransaction, openTransaction } from './transactional-routes.chec
 import { IdempotentExecution } from './idempotent.execution.js';
 import type { ReplayAuditService } from './replay-audit.service.js';
 import { ReplayCache } from './replay-cache.js';
+import { type InFlightRuns, inFlightRuns } from './in-flight-runs.js';
 import { telemetry } from '../telemetry/idempotency.telemetry.js';
 
 /** One request to decide on: what it is for, and what it is. */
@@ -56,13 +57,18 @@ export type IdempotencyDecision =
  * a handler never runs unprotected.
  */
 export class IdempotencyCoordinator {
+  /** This store's runs in flight, which a graceful shutdown waits for. */
+  private readonly inFlight: InFlightRuns;
+
   constructor(
     private readonly options: ResolvedIdempotencyOptions,
     private readonly store: IdempotencyStore,
     private readonly audit: Pick<ReplayAuditService, 'record'>,
     private readonly cache: ReplayCache,
     private readonly logger: LoggerService,
-  ) {}
+  ) {
+    this.inFlight = inFlightRuns(store);
+  }
 
   /**
    * The replay cache alone, synchronously: a transport can answer a hot replay without a
@@ -103,6 +109,7 @@ export class IdempotencyCoordinator {
     let outcome: ClaimOutcome | TransactionalClaimOutcome | PeekOutcome;
     // A claim only to release it would refuse a first GET sent at the same time (false 409).
     const peek = attempt.replayOnly ? this.store.peek?.bind(this.store) : undefined;
+    const inFlight = this.inFlight;
     try {
       const request = {
         key: scope.key,
@@ -112,6 +119,8 @@ export class IdempotencyCoordinator {
         ttlSeconds: route.ttlSeconds,
         leaseSeconds: this.options.leaseSeconds,
       };
+      // Counted from before it is sent: a claim that commits after the shutdown looked runs.
+      inFlight.writes++;
       outcome = await (peek?.(scope, requestHash) ??
         telemetry.claim(scope, () =>
           route.transactional === 'single'
@@ -123,6 +132,9 @@ export class IdempotencyCoordinator {
         `Idempotency store unavailable; refusing ${scope.endpoint}: ${(err as Error).message}`,
       );
       return { type: 'reject', code: ProblemCode.StoreUnavailable };
+    } finally {
+      // A claimed run is counted in `runs` by its execution, created below without a pause.
+      inFlight.writes--;
     }
     switch (outcome.type) {
       case 'absent':

@@ -1,8 +1,9 @@
 import type { IdempotencyStore } from '../interfaces/idempotency-store.interface.js';
 
-/** A store's runs in this process: claims whose handler has not settled, outcomes being written. */
+/** A store's runs in this process: claims whose handler has not settled, statements being written. */
 export interface InFlightRuns {
   runs: number;
+  /** Claims on their way (a claim that commits makes a run) and outcomes being written. */
   writes: number;
 }
 
