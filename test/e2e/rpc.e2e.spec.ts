@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Controller, Module } from '@nestjs/common';
 import { MessagePattern, Payload, type ClientProxy } from '@nestjs/microservices';
 import { randomUUID } from 'node:crypto';
-import { EMPTY, firstValueFrom, from, toArray } from 'rxjs';
+import { EMPTY, firstValueFrom, from, Observable, toArray } from 'rxjs';
 import { Idempotent, IdempotencyModule, ProblemCode } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { sendTcpMessage } from '../fixtures/tcp-message.js';
@@ -45,6 +45,17 @@ class PaymentsHandler {
   stream(@Payload() data: { amount: number }) {
     runs++;
     return from([1, 2, 3].map((part) => ({ part, amount: data.amount })));
+  }
+
+  /** Charges, sends the receipt, then fails (a follow-up step): found by helper-62. */
+  @MessagePattern('payments.chargeThenFail')
+  @Idempotent()
+  chargeThenFail(@Payload() data: { amount: number }) {
+    return new Observable((subscriber) => {
+      runs++;
+      subscriber.next({ charged: data.amount });
+      setTimeout(() => subscriber.error(new Error('receipt e-mail failed')), 20);
+    });
   }
 
   /** An operation that answers nothing: the caller's observable completes without a value. */
@@ -147,6 +158,19 @@ describe('@Idempotent() on microservice (TCP) message handlers', () => {
     );
     expect(values).toEqual([1, 2, 3].map((part) => ({ part, amount: 5 })));
     const retry = await sendTcpMessage(port, 'payments.stream', { amount: 5, idempotencyKey });
+    expect(retry.err).toMatchObject({ code: ProblemCode.NotReplayable, original_status: 200 });
+    expect(runs).toBe(before + 1);
+  });
+
+  it('a stream that fails after its receipt: the caller gets the receipt, a retry never charges again', async () => {
+    const before = runs;
+    const idempotencyKey = randomUUID();
+    const receipt = await firstValueFrom(
+      client.send('payments.chargeThenFail', { amount: 7, idempotencyKey }),
+    );
+    expect(receipt).toEqual({ charged: 7 });
+    await until(async () => (await db.records('idempotency_key = $1', [idempotencyKey]))[0]?.status === 'completed'); // prettier-ignore
+    const retry = await sendTcpMessage(port, 'payments.chargeThenFail', { amount: 7, idempotencyKey }); // prettier-ignore
     expect(retry.err).toMatchObject({ code: ProblemCode.NotReplayable, original_status: 200 });
     expect(runs).toBe(before + 1);
   });

@@ -1,4 +1,4 @@
-import { catchError, concatMap, from, mergeMap, toArray } from 'rxjs';
+import { concat, concatMap, from, Observable, throwError } from 'rxjs';
 import {
   type OutcomeCapture,
   uncapturable,
@@ -46,12 +46,38 @@ export function decodeValue(body: Buffer): unknown {
   return JSON.parse(body.toString('utf8'));
 }
 
+/** What a handler's stream did: its values, and its error if it failed. */
+interface Ended {
+  values: unknown[];
+  failure?: { error: unknown };
+}
+
+/** The handler's stream, collected: one `Ended` when it completes or fails. */
+const ended = (handled: Observable<unknown>) =>
+  new Observable<Ended>((subscriber) => {
+    const values: unknown[] = [];
+    return handled.subscribe({
+      next: (value) => values.push(value),
+      error: (error: unknown) => {
+        subscriber.next({ values, failure: { error } });
+        subscriber.complete();
+      },
+      complete: () => {
+        subscriber.next({ values });
+        subscriber.complete();
+      },
+    });
+  });
+
 /**
  * Captures the value the handler emits, stores it before the caller sees it, then passes it on.
  * Where the transport `streams` (RPC), a handler emitting several values gets them all to the
  * caller, and its key is completed without a response, as an HTTP stream's is; GraphQL keeps the
- * last value; an RPC handler that answers nothing is stored as `NO_VALUE`. A handler that throws stores nothing and frees the key: its error goes to the caller.
- * `unrecorded` is the error sent when the outcome could not be recorded (a rolled-back
+ * last value; an RPC handler that answers nothing is stored as `NO_VALUE`. A handler that throws
+ * stores nothing and frees the key: its error goes to the caller. An RPC handler whose stream
+ * fails after emitting values acted (its caller would have had them: `firstValueFrom` resolves
+ * with the first): its key is completed without a response, and the caller gets the values, then
+ * the error. `unrecorded` is the error sent when the outcome could not be recorded (a rolled-back
  * transaction): the caller must not believe an operation happened that was undone. A value that
  * cannot be encoded still reaches the caller; its key is completed without a response.
  */
@@ -61,27 +87,28 @@ export function captureValue(
   streams: boolean,
 ): OutcomeCapture {
   return (handled, hooks) =>
-    handled.pipe(
-      catchError((error: unknown) =>
-        from(hooks.onFailure(error)).pipe(
-          mergeMap(async (kept) => {
-            throw kept === 'kept' ? await unrecorded() : error;
-          }),
-        ),
-      ),
-      toArray(),
+    ended(handled).pipe(
       // GraphQL answers with the last value only: that one is the outcome, as before.
-      concatMap(async (emitted) => {
+      concatMap(async ({ values: emitted, failure }): Promise<Ended> => {
+        if (failure && !(streams && emitted.length > 0)) {
+          const kept = await hooks.onFailure(failure.error);
+          throw kept === 'kept' ? await unrecorded() : failure.error;
+        }
         const values = streams ? emitted : emitted.slice(-1);
+        if (failure) {
+          // Stored as the values were sent: a stream, 200 (what `storeIf` sees, with the error).
+          if (await uncapturable(hooks, 200, 'streamed')) throw await unrecorded();
+          return { values, failure };
+        }
         if (streams && answersNothing(values)) {
           const nothing = values.length === 0 ? NO_VALUE : UNDEFINED_VALUE;
           if (await hooks.onEnd(nothing)) throw await unrecorded();
-          return values;
+          return { values };
         }
         // Several values are a stream: all reach the caller, none can be replayed as one.
         if (values.length > 1) {
           if (await uncapturable(hooks, 200, 'streamed')) throw await unrecorded();
-          return values;
+          return { values };
         }
         const [value] = values;
         let wire: WireResponse;
@@ -91,12 +118,19 @@ export function captureValue(
           // Whatever throws while the value is read (a toJSON, a getter, a Proxy): the handler
           // ran, so its run is recorded without a body, never left unsettled.
           if (await uncapturable(hooks, 200, 'unencodable')) throw await unrecorded();
-          return [value];
+          return { values: [value] };
         }
         const replacement = await hooks.onEnd(wire);
         if (replacement) throw await unrecorded();
-        return [value];
+        return { values: [value] };
       }),
-      concatMap((values) => from(values)),
+      concatMap(({ values, failure }) =>
+        failure
+          ? concat(
+              from(values),
+              throwError(() => failure.error),
+            )
+          : from(values),
+      ),
     );
 }
