@@ -68,10 +68,15 @@ function object(
     const replayed = (value as Replayed)?.[REPLAYED_TYPE];
     return replayed === undefined ? undefined : replayed === type.name;
   });
-  // What a field resolver run again reads on its parent; the selected fields go over it.
-  const out: Replayed = { ...(stored[STORED_PARENT] as object), __typename: type.name };
-  Object.defineProperty(out, REPLAYED_TYPE, { value: type.name });
   const fields = type.getFields!();
+  // What a field resolver run again reads on its parent, in the form the handler returned it (an
+  // enum's internal value, a `Date`); the selected fields go over it.
+  const out: Replayed = { __typename: type.name };
+  const parent = (stored[STORED_PARENT] ?? {}) as Record<string, unknown>;
+  for (const [name, value] of Object.entries(parent)) {
+    out[name] = fields[name] ? build(info, fields[name].type, [], value) : value;
+  }
+  Object.defineProperty(out, REPLAYED_TYPE, { value: type.name });
   for (const [key, fieldNodes] of collectFields(info, type, nodes)) {
     const name = fieldNodes[0].name!.value;
     const field = fields[name];
@@ -94,11 +99,26 @@ function merge(a: unknown, b: unknown): unknown {
   return out;
 }
 
+/**
+ * A leaf as the handler returned it, when the schema can say: an enum's internal value, a custom
+ * scalar's `parseValue` of its sent form (a `DateTime`'s `Date`), so that a field resolver run
+ * again reads what it read the first time; else the sent form, or a `Serialized` wrapper.
+ */
 function leaf(type: GqlType, stored: unknown): unknown {
-  const candidate = kindOf(type) === 'Enum' ? type.getValue!(stored as string)?.value : stored;
+  const candidate =
+    kindOf(type) === 'Enum' ? type.getValue!(stored as string)?.value : parsed(type, stored);
   if (reproduces(type, candidate, stored)) return candidate;
+  if (candidate !== stored && reproduces(type, stored, stored)) return stored;
   patchOnce(type, 'serialize', (value) => (value instanceof Serialized ? value : undefined));
   return new Serialized(stored);
+}
+
+function parsed(type: GqlType, stored: unknown): unknown {
+  try {
+    return type.parseValue ? type.parseValue(stored) : stored;
+  } catch {
+    return stored;
+  }
 }
 
 function reproduces(type: GqlType, candidate: unknown, stored: unknown): boolean {

@@ -9,6 +9,7 @@ export interface GqlType {
   name?: string;
   ofType?: GqlType;
   serialize?(value: unknown): unknown;
+  parseValue?(value: unknown): unknown;
   getFields?(): Record<string, GqlField>;
   getValue?(name: string): { value: unknown } | undefined;
   resolveType?: (...args: unknown[]) => unknown;
