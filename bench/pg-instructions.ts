@@ -53,6 +53,7 @@ const CASES: Record<string, Call> = {
   'store claim': (c, key) => c.query(shapedClaim('store', key)),
   'claim, no read': (c, key) => c.query(shapedClaim('no-read', key)),
   'claim, insert alone': (c, key) => c.query(shapedClaim('insert-alone', key)),
+  'claim, one row': (c, key) => c.query(shapedClaim('one-row', key)),
   'claim, read in a function': (c, key) => {
     const q = shapedClaim('no-read', key);
     const read = `UNION ALL SELECT * FROM bench_existing($1, $2, $3, $4, (SELECT locked FROM lock))
@@ -116,7 +117,7 @@ try {
     means[`${v} first call`] - means[claim];
   console.log(`first call, module / raw ${ratio('module first call', 'raw first call')}; claim, store / raw ${ratio('store claim', 'raw claim')}`); // prettier-ignore
   console.log(`completion (first call minus claim): raw ${(completion('raw', 'raw claim') / 1000).toFixed(1)} K, module ${(completion('module', 'store claim') / 1000).toFixed(1)} K`); // prettier-ignore
-  console.log(`claim shapes / store: no read ${ratio('claim, no read', 'store claim')}, insert alone ${ratio('claim, insert alone', 'store claim')}, read in a function ${ratio('claim, read in a function', 'store claim')}`); // prettier-ignore
+  console.log(`claim shapes / store: no read ${ratio('claim, no read', 'store claim')}, insert alone ${ratio('claim, insert alone', 'store claim')}, read in a function ${ratio('claim, read in a function', 'store claim')}, one row ${ratio('claim, one row', 'store claim')}`); // prettier-ignore
 } finally {
   server.kill('SIGINT');
   await exited;

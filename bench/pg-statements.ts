@@ -6,7 +6,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { IDEMPOTENCY_DEFAULTS } from '../lib/idempotency.defaults.js';
-import { buildStatements } from '../lib/store/postgres/idempotency.sql.js';
+import { buildStatements, staleExpr } from '../lib/store/postgres/idempotency.sql.js';
 import { bound } from '../lib/store/postgres/pg-deadline.js';
 import { scopeLockKey } from '../lib/store/postgres/scope-lock.js';
 import * as raw from './variants/raw-statements.js';
@@ -25,9 +25,24 @@ export function claim(key: string) {
 
 const insertPart = SQL.claim.text.split('\nSELECT id, true AS claimed')[0];
 
-/** The claim's shapes: the store's, without its conflicting-row read, the insert alone. */
+/**
+ * The claim's shapes: the store's, without its conflicting-row read, the insert alone, and one
+ * row whatever happened (the read a lateral join gated by `ins.id IS NULL`, no `UNION ALL`).
+ */
 export const SHAPES = {
   store: SQL.claim.text,
+  'one-row': `${insertPart}
+SELECT coalesce(ins.id, k.id) AS id, ins.id IS NOT NULL AS claimed, lock.locked AS locked,
+       k.status, coalesce(ins.id IS NOT NULL OR k.request_hash = $4, false) AS same_request,
+       coalesce(${staleExpr('k')}, false) AS stale, k.status_code, k.expires_at,
+       extract(epoch FROM k.expires_at - now())::float8 AS seconds_left,
+       CASE WHEN k.request_hash = $4 THEN k.response_headers END AS response_headers,
+       CASE WHEN k.request_hash = $4 THEN k.response_raw END AS response_raw,
+       CASE WHEN k.request_hash = $4 THEN k.response_key_id END AS response_key_id,
+       k.response_digest IS NOT NULL AS digested
+  FROM lock LEFT JOIN ins ON true
+  LEFT JOIN LATERAL (SELECT * FROM ${TABLE} k
+     WHERE ins.id IS NULL AND k.idempotency_key = $1 AND k.endpoint = $2 AND k.user_id = $3) k ON true`,
   'no-read': `${insertPart}\nSELECT id FROM ins`,
   'insert-alone': `${insertPart}\nSELECT id FROM ins`.replace(
     'pg_try_advisory_xact_lock($8)',
