@@ -19,6 +19,8 @@ import {
 export const STORED_TYPE = '#type';
 /** The parent's other scalar fields, kept for the field resolvers a replay runs again. */
 export const STORED_PARENT = '#parent';
+/** In `STORED_PARENT`: the scalar fields the mutation returned as what `parseValue` makes. */
+export const STORED_PARSED = '#parsed';
 
 /**
  * What GraphQL sends for a mutation's returned value: only the selected fields, each through its
@@ -130,7 +132,12 @@ class OutputWalk {
     return out;
   }
 
-  /** The scalar and enum fields a field resolver may read on its parent (its `id`...), unselected. */
+  /**
+   * The scalar and enum fields (and lists of them) a field resolver may read on its parent (its
+   * `id`...), unselected; a null as null. Under `STORED_PARSED`, the scalar fields, selected or
+   * not, that the mutation returned as an object or a bigint (a `Date`): a replay hands their
+   * resolvers the scalar's `parseValue` of the stored form, the others the stored form itself.
+   */
   private parentLeaves(
     fields: Record<string, GqlField>,
     selected: Map<string, GqlNode[]>,
@@ -139,21 +146,34 @@ class OutputWalk {
   ): Record<string, unknown> {
     const names = new Set([...selected.values()].map((nodes) => nodes[0].name!.value));
     const leaves: Record<string, unknown> = {};
+    const parsed: string[] = [];
     for (const field of Object.values(fields)) {
       const raw = (source as Record<string, unknown>)[field.name];
-      let type = field.type;
-      if (kindOf(type) === 'NonNull') type = type.ofType!;
-      const kind = kindOf(type);
-      if (names.has(field.name) || raw === undefined || raw === null) continue;
-      if (kind !== 'Scalar' && kind !== 'Enum') continue;
+      const kind = kindOf(leafType(field.type));
+      if (raw === undefined || (kind !== 'Scalar' && kind !== 'Enum')) continue;
+      if (kind === 'Scalar' && madeByParse(raw)) parsed.push(field.name);
+      if (names.has(field.name)) continue;
       try {
-        leaves[field.name] = this.leaf(type, raw, depth + 1);
+        leaves[field.name] = raw === null ? null : this.complete(field.type, [], raw, depth + 1);
       } catch (err) {
         if (err instanceof ValueTooLargeError) throw err;
       }
     }
+    if (parsed.length > 0) leaves[STORED_PARSED] = parsed;
     return leaves;
   }
+}
+
+/** A field's type without its non-null and list wrappers. */
+function leafType(type: GqlType): GqlType {
+  const kind = kindOf(type);
+  return kind === 'NonNull' || kind === 'List' ? leafType(type.ofType!) : type;
+}
+
+/** A value a scalar's `parseValue` makes, not the JSON primitive it is sent as (a `Date`). */
+function madeByParse(raw: unknown): boolean {
+  const item = Array.isArray(raw) ? raw.find((x) => x !== null && x !== undefined) : raw;
+  return (typeof item === 'object' && item !== null) || typeof item === 'bigint';
 }
 
 function isThenable(value: unknown): boolean {

@@ -1,4 +1,4 @@
-import { STORED_PARENT, STORED_TYPE } from './graphql-output.js';
+import { STORED_PARENT, STORED_PARSED, STORED_TYPE } from './graphql-output.js';
 import {
   collectFields,
   type GqlInfo,
@@ -35,16 +35,23 @@ export function replayGraphQLOutput(stored: unknown, info: GqlInfo): unknown {
   return build(info, info.returnType, info.fieldNodes, stored);
 }
 
-function build(info: GqlInfo, type: GqlType, nodes: readonly GqlNode[], stored: unknown): unknown {
+/** `parse`: the mutation returned this scalar as what its `parseValue` makes (a `Date`). */
+function build(
+  info: GqlInfo,
+  type: GqlType,
+  nodes: readonly GqlNode[],
+  stored: unknown,
+  parse = false,
+): unknown {
   const kind = kindOf(type);
-  if (kind === 'NonNull') return build(info, type.ofType!, nodes, stored);
+  if (kind === 'NonNull') return build(info, type.ofType!, nodes, stored, parse);
   if (stored === null || stored === undefined) return null;
   switch (kind) {
     case 'List':
-      return (stored as unknown[]).map((item) => build(info, type.ofType!, nodes, item));
+      return (stored as unknown[]).map((item) => build(info, type.ofType!, nodes, item, parse));
     case 'Scalar':
     case 'Enum':
-      return leaf(type, stored);
+      return leaf(type, stored, parse);
     case 'Interface':
     case 'Union': {
       patchOnce(type, 'resolveType', (value) => (value as Replayed)?.[REPLAYED_TYPE]);
@@ -72,16 +79,20 @@ function object(
   // What a field resolver run again reads on its parent, in the form the handler returned it (an
   // enum's internal value, a `Date`); the selected fields go over it.
   const out: Replayed = { __typename: type.name };
-  const parent = (stored[STORED_PARENT] ?? {}) as Record<string, unknown>;
+  const { [STORED_PARSED]: parsedNames, ...parent } = (stored[STORED_PARENT] ?? {}) as Record<
+    string,
+    unknown
+  >;
+  const parsed = new Set(parsedNames as string[] | undefined);
   for (const [name, value] of Object.entries(parent)) {
-    out[name] = fields[name] ? build(info, fields[name].type, [], value) : value;
+    out[name] = fields[name] ? build(info, fields[name].type, [], value, parsed.has(name)) : value;
   }
   Object.defineProperty(out, REPLAYED_TYPE, { value: type.name });
   for (const [key, fieldNodes] of collectFields(info, type, nodes)) {
     const name = fieldNodes[0].name!.value;
     const field = fields[name];
     if (!field || !Object.hasOwn(stored, key)) continue;
-    const value = build(info, field.type, fieldNodes, stored[key]);
+    const value = build(info, field.type, fieldNodes, stored[key], parsed.has(name));
     // Two aliases of one field read the same property: their selections merge.
     out[name] = Object.hasOwn(out, name) ? merge(out[name], value) : value;
   }
@@ -100,15 +111,24 @@ function merge(a: unknown, b: unknown): unknown {
 }
 
 /**
- * A leaf as the handler returned it, when the schema can say: an enum's internal value, a custom
- * scalar's `parseValue` of its sent form (a `DateTime`'s `Date`), so that a field resolver run
- * again reads what it read the first time; else the sent form, or a `Serialized` wrapper.
+ * A leaf as the handler returned it, when the schema can say: an enum's internal value; a scalar
+ * the mutation returned as what its `parseValue` makes (`parse`: a `Date`), parsed from its sent
+ * form; any other scalar as sent (or parsed, if only that gives its sent form again), so that a
+ * field resolver run again reads what it read the first time. Else a `Serialized` wrapper.
  */
-function leaf(type: GqlType, stored: unknown): unknown {
-  const candidate =
-    kindOf(type) === 'Enum' ? type.getValue!(stored as string)?.value : parsed(type, stored);
-  if (reproduces(type, candidate, stored)) return candidate;
-  if (candidate !== stored && reproduces(type, stored, stored)) return stored;
+function leaf(type: GqlType, stored: unknown, parse: boolean): unknown {
+  const asSent = () => stored;
+  const asParsed = () => parsed(type, stored);
+  const candidates =
+    kindOf(type) === 'Enum'
+      ? [() => type.getValue!(stored as string)?.value]
+      : parse
+        ? [asParsed, asSent]
+        : [asSent, asParsed];
+  for (const candidate of candidates) {
+    const value = candidate();
+    if (reproduces(type, value, stored)) return value;
+  }
   patchOnce(type, 'serialize', (value) => (value instanceof Serialized ? value : undefined));
   return new Serialized(stored);
 }
