@@ -40,8 +40,14 @@ export class IdempotencyShutdown implements BeforeApplicationShutdown, OnApplica
   async onApplicationShutdown(): Promise<void> {
     await this.drain();
     await abandonRetries(this.store);
+    // Nest lets an app shut down again once a shutdown settled: this module lets go once.
+    if (this.closed) return;
+    this.closed = true;
     await closeIfModuleOwned(this.options.dataSource);
   }
+
+  /** Whether this module instance let go of a DataSource it shares (once, however many closes). */
+  private closed = false;
 
   /** Both waits end by one deadline, set by the first: the shutdown waits at most that long. */
   private deadline?: number;

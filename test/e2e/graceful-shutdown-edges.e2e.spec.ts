@@ -3,8 +3,8 @@
  * looked was not counted as in flight (the module closed its DataSource, the claim committed, the
  * handler charged, its completion failed, and the retry after the lease charged again); two apps
  * of one process sharing the DataSource the module initialized (the first to close cut the
- * other's run); and the two waits (before and after the microservices close) could each take
- * the whole bound.
+ * other's run, and so did one app closed twice: found by helper-63); and the two waits (before
+ * and after the microservices close) could each take the whole bound.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Controller, Module } from '@nestjs/common';
@@ -148,6 +148,17 @@ describe('two apps of one process on the DataSource the module initialized', () 
     },
     20_000,
   );
+  it('closing the HTTP app twice (an explicit close, then SIGTERM) leaves the other app’s DataSource open', async () => {
+    const apps = await start();
+    await apps.http.close();
+    await apps.http.close();
+    const key = randomUUID();
+    const data = { idempotencyKey: key, ms: 0 };
+    expect(await firstValueFrom(apps.client.send('charge.slow', data))).toEqual({ id: 'ch_2' });
+    expect(await status(key)).toBe('completed');
+    await apps.client.close();
+    await apps.ms.close();
+  });
 });
 
 it('the shutdown waits at most its bound in all, not once before and again after the microservices close', async () => {
