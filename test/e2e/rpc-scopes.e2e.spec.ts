@@ -4,7 +4,9 @@
  * fell back to `<Class>.<method>`, so two feature modules' `ChargeHandler.charge` were one
  * operation: the wallet charge was answered with the card charge's receipt and never ran. Event
  * handlers: NATS dropped the handler from the scope (one of an event's handlers never ran), and
- * two same-named classes on one event are refused at start-up. Found by helper-62.
+ * two same-named classes on one event are refused at start-up. Found by helper-62. A wildcard
+ * handler and an exact one of the same name got one scope, two wrapped methods of one class
+ * read as one (`''`), and `'"charge"'` was another scope than `charge`: found by helper-63.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Controller, type INestMicroservice, Module, type Type } from '@nestjs/common';
@@ -24,6 +26,7 @@ import { firstValueFrom, timeout } from 'rxjs';
 import { Idempotent, IdempotencyModule, type IdempotentOptions } from '../../lib/index.js';
 import { bootError } from '../fixtures/boot-error.js';
 import { freePort } from '../fixtures/free-port.js';
+import { sendTcpMessage } from '../fixtures/tcp-message.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 
 const runs: string[] = [];
@@ -197,5 +200,89 @@ describe('two same-named event handler classes on one event', () => {
     } finally {
       await app.close();
     }
+  });
+});
+
+describe.each([
+  ['NATS', Transport.NATS, { servers: ['nats://127.0.0.1:4222'] }, '*'],
+  ['Redis', Transport.REDIS, { host: '127.0.0.1', port: 6379, wildcards: true }, '*'],
+] as const)('%s: a wildcard and an exact handler of one name', (name, transport, options, star) => {
+  const base = `scopes.${name}.wild.${suffix}`;
+  let app: Awaited<ReturnType<typeof start>>;
+  beforeAll(async () => {
+    const features = [eventModule(`${base}.${star}`, 'audit'), eventModule(`${base}.created`, 'billing')]; // prettier-ignore
+    app = await start(db, features, transport, options);
+  });
+  afterAll(() => app?.close());
+
+  it('each run once for one event', async () => {
+    const data = { n: 4, idempotencyKey: randomUUID() };
+    await firstValueFrom(app.client.emit(`${base}.created`, data));
+    await firstValueFrom(app.client.emit(`${base}.created`, data));
+    for (let waited = 0; waited < 5000 && runs.filter((r) => r.endsWith(':4')).length < 2; waited += 50) await sleep(50); // prettier-ignore
+    await sleep(300);
+    expect(runs.filter((r) => r.endsWith(':4')).sort()).toEqual(['audit:4', 'billing:4']);
+    runs.length = 0;
+  });
+});
+
+/** A typical wrapping decorator: the method becomes an anonymous function. */
+const logged = (_target: object, _key: string, descriptor: PropertyDescriptor) => {
+  const original = descriptor.value as (...args: unknown[]) => unknown;
+  descriptor.value = function (this: unknown, ...args: unknown[]) {
+    return original.apply(this, args);
+  };
+};
+
+describe('TCP: two wrapped event handlers of one class, and a pattern sent in two spellings', () => {
+  const event = `scopes.tcp.wrapped.${suffix}`;
+  let app: Awaited<ReturnType<typeof start>>;
+  let port: number;
+  beforeAll(async () => {
+    @Controller()
+    class OrderEvents {
+      @EventPattern(event)
+      @Idempotent()
+      @logged
+      bill(@Payload() data: unknown) {
+        runs.push(`bill:${(data as { n: number }).n}`);
+      }
+
+      @EventPattern(event)
+      @Idempotent()
+      @logged
+      email(@Payload() data: unknown) {
+        runs.push(`email:${(data as { n: number }).n}`);
+      }
+
+      @MessagePattern('scopes.spelled')
+      @Idempotent()
+      charge() {
+        runs.push('spelled');
+        return { charged: runs.filter((r) => r === 'spelled').length };
+      }
+    }
+    @Module({ controllers: [OrderEvents] })
+    class FeatureModule {}
+    port = await freePort();
+    app = await start(db, [FeatureModule], Transport.TCP, { host: '127.0.0.1', port });
+  });
+  afterAll(() => app?.close());
+
+  it('each wrapped handler runs once', async () => {
+    const data = { n: 5, idempotencyKey: randomUUID() };
+    await firstValueFrom(app.client.emit(event, data));
+    await firstValueFrom(app.client.emit(event, data));
+    for (let waited = 0; waited < 5000 && runs.filter((r) => r.endsWith(':5')).length < 2; waited += 50) await sleep(50); // prettier-ignore
+    await sleep(300);
+    expect(runs.filter((r) => r.endsWith(':5')).sort()).toEqual(['bill:5', 'email:5']);
+  });
+
+  it('a pattern sent as a JSON string is the same operation', async () => {
+    const idempotencyKey = randomUUID();
+    const first = await sendTcpMessage(port, 'scopes.spelled', { idempotencyKey });
+    const again = await sendTcpMessage(port, '"scopes.spelled"', { idempotencyKey });
+    expect(again.response).toEqual(first.response);
+    expect(runs.filter((r) => r === 'spelled')).toHaveLength(1);
   });
 });

@@ -14,11 +14,14 @@ describe('normalizePattern (the RPC scope endpoint)', () => {
     expect(normalizePattern({ v: 1, cmd: 'charge' })).toBe('{"cmd":"charge","v":1}');
   });
 
-  it('string and number patterns stay as written; other values differ from objects', () => {
+  it('string and number patterns stay as Nest routes them; other values differ from objects', () => {
     expect(normalizePattern('payments.create')).toBe('payments.create');
     expect(normalizePattern(' payments.create')).toBe(' payments.create');
     expect(normalizePattern('42')).toBe('42');
     expect(normalizePattern(42)).toBe('42');
+    // Nest's getRouteFromPattern JSON-parses what is sent (found by helper-63).
+    expect(normalizePattern('"charge"')).toBe('charge');
+    expect(new Set(['7', '7.0', ' 7', 7].map(normalizePattern))).toEqual(new Set(['7']));
     expect(normalizePattern('{"cmd":"a"}')).not.toBe(normalizePattern('{"cmd":"b"}'));
   });
 });

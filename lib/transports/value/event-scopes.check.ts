@@ -7,7 +7,7 @@ import {
 import { controllerRoutes } from '../../idempotent-routes.scan.js';
 import { isEventHandler } from '../../execution/idempotent-route.resolver.js';
 import type { IdempotentOptions } from '../../interfaces/idempotent-options.interface.js';
-import { normalizePattern } from './rpc-request.js';
+import { declaredPatterns } from './rpc-request.js';
 
 /**
  * Fails start-up when two `@Idempotent()` `@EventPattern()` handlers of one pattern would share a
@@ -28,9 +28,7 @@ export class EventScopesCheck implements OnModuleInit {
         );
         if (!isEventHandler(handler) || options.every((o) => o === undefined)) continue;
         if (options.some((o) => o?.endpoint !== undefined)) continue;
-        const declared: unknown = Reflect.getMetadata(MICROSERVICE_PATTERN_METADATA, handler);
-        const patterns = (Array.isArray(declared) ? declared : [declared]).map(normalizePattern);
-        for (const pattern of patterns) {
+        for (const pattern of declaredPatterns(handler)) {
           const scope = `RPC ${pattern} ${cls.name}.${name}`;
           const other = seen.get(scope);
           if (other !== undefined && other !== cls) {

@@ -9,6 +9,7 @@ import { normalizeUserId } from '../../request/request-scope.js';
 import { canonicalJson } from '../../execution/request-fingerprint.js';
 import { isEventHandler } from '../../execution/idempotent-route.resolver.js';
 import { decodeValue, encodeValue } from './value-capture.js';
+import { handlerName } from './handler-name.js';
 import type { ValueRequest } from './value-request.js';
 
 /** What each of Nest's transport contexts says of the pattern a message was routed by. */
@@ -24,8 +25,8 @@ interface RoutedContext {
 }
 
 /**
- * The pattern a message was routed by, as its transport's context tells it; else the patterns its
- * handler declares (gRPC has no such context). Never the class and method names alone: two
+ * The pattern a message was routed by, as its transport's context tells it (and what its handler
+ * declared, when a wildcard matched it); else the patterns its handler declares (gRPC has none). Never the class and method names alone: two
  * operations named alike (two `ChargeHandler.charge`) would share a scope, one answered with the
  * other's stored result.
  */
@@ -35,14 +36,22 @@ export function routedPattern(context: ExecutionContext, rpcContext: RoutedConte
     rpcContext?.getChannel?.() ??
     rpcContext?.getTopic?.() ??
     rpcContext?.getSubject?.();
-  if (routed !== undefined && routed !== null) return normalizePattern(routed);
-  const declared: unknown = Reflect.getMetadata(
-    MICROSERVICE_PATTERN_METADATA,
-    context.getHandler(),
-  );
+  const declared = declaredPatterns(context.getHandler());
+  if (routed !== undefined && routed !== null) {
+    const pattern = normalizePattern(routed);
+    // A wildcard subscription (NATS `orders.*`, Redis `wildcards`) adds what it declared: an
+    // `orders.*` and an `orders.created` handler both get `orders.created`, and are two handlers.
+    if (declared.length === 0 || declared.includes(pattern)) return pattern;
+    return `${pattern} (${declared.join(' | ')})`;
+  }
+  return declared.length > 0 ? declared.join(' | ') : handlerName(context);
+}
+
+/** The patterns a handler declares (`@MessagePattern`, `@EventPattern`), as Nest routes them. */
+export function declaredPatterns(handler: object): string[] {
+  const declared: unknown = Reflect.getMetadata(MICROSERVICE_PATTERN_METADATA, handler);
   const patterns = (Array.isArray(declared) ? declared : [declared]).filter((p) => p != null);
-  if (patterns.length > 0) return patterns.map(normalizePattern).sort().join(' | ');
-  return `${context.getClass().name}.${context.getHandler().name}`;
+  return patterns.map(normalizePattern).sort();
 }
 
 export function rpcRequest(
@@ -66,7 +75,7 @@ export function rpcRequest(
     },
     // Each handler of an event is its own operation, with its own scope.
     endpoint: isEventHandler(context.getHandler())
-      ? `RPC ${pattern} ${context.getClass().name}.${context.getHandler().name}`
+      ? `RPC ${pattern} ${handlerName(context)}`
       : `RPC ${pattern}`,
     userId: () => normalizeUserId(options.getRpcUserId(data, rpcContext), false),
     input: () => data,
@@ -77,7 +86,8 @@ export function rpcRequest(
 
 /**
  * The pattern as the microservice server routes it: a JSON object pattern, however its keys are
- * ordered or spaced, is one pattern (keys sorted, as Nest's `transformPatternToRoute` does).
+ * ordered or spaced, is one pattern (keys sorted, as Nest's `transformPatternToRoute` does), and
+ * a JSON string or number is its value.
  */
 export function normalizePattern(pattern: unknown): string {
   let parsed = pattern;
@@ -88,9 +98,6 @@ export function normalizePattern(pattern: unknown): string {
       return pattern;
     }
   }
-  return parsed !== null && typeof parsed === 'object'
-    ? canonicalJson(parsed)
-    : typeof pattern === 'string'
-      ? pattern
-      : String(pattern);
+  // As Nest's getRouteFromPattern: `'"charge"'` is `charge`, `'7.0'` and `' 7'` are `7`.
+  return parsed !== null && typeof parsed === 'object' ? canonicalJson(parsed) : String(parsed);
 }

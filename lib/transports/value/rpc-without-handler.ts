@@ -10,6 +10,7 @@ import {
   of,
 } from 'rxjs';
 import type { RpcWithoutHandlerEvent } from '../../interfaces/idempotency-module-options.interface.js';
+import { handlerName } from './handler-name.js';
 
 type Hook = (event: RpcWithoutHandlerEvent) => void | Promise<void>;
 
@@ -66,7 +67,7 @@ export function reportWithoutHandler<T>(
       return report({
         data: rpc.getData(),
         context: rpc.getContext(),
-        handler: `${context.getClass().name}.${context.getHandler().name}`,
+        handler: handlerName(context),
         outcome: refused ? 'refused' : 'replayed',
         ...(refused ? { code: codeOf(n.error) } : {}),
       }).pipe(map(() => n));

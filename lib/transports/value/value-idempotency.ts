@@ -28,6 +28,7 @@ import type { WireResponse } from '../../execution/handler-outcome.js';
 import { valueProblem } from './value-problem.js';
 import type { ValueRequest } from './value-request.js';
 import type { TransportDeps } from '../transport-adapter.interface.js';
+import { handlerName } from './handler-name.js';
 
 /** How refusals are said: a GraphQL error, or an `RpcException`. */
 export type ValueType = 'graphql' | 'rpc';
@@ -67,7 +68,7 @@ export class ValueIdempotency {
     call = this.call(context, route, watched.next, type, read);
     if (hook) call = reportWithoutHandler(call, context, hook, watched.ran, this.logger);
     if (!event) return call;
-    const name = `${context.getClass().name}.${context.getHandler().name}`;
+    const name = handlerName(context);
     return runsToEnd(call, name, watched.ran, this.logger);
   }
 
