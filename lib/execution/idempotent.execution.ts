@@ -55,7 +55,7 @@ export class IdempotentExecution {
   private early = false;
   /** The claim was completed or released: nothing is left to record. */
   private done = false;
-  /** Counted until `done`, and while its outcome is written: a graceful shutdown waits for it. */
+  /** Counted until `done`, and in `writes` while its outcome is written: a shutdown waits for it. */
   private readonly inFlight: InFlightRuns;
   /** Single-commit: the store ended the transaction on its own; nothing of it was committed. */
   private abortedBy?: Error;
@@ -337,16 +337,6 @@ export class IdempotentExecution {
     this.done = true;
   }
 
-  /** A write of this run's outcome: a graceful shutdown waits for it. */
-  private async writing<T>(write: () => Promise<T>): Promise<T> {
-    this.inFlight.writes++;
-    try {
-      return await write();
-    } finally {
-      this.inFlight.writes--;
-    }
-  }
-
   private async discard(reason: string): Promise<void> {
     await this.endTransaction(false);
     await this.release(reason);
@@ -360,11 +350,15 @@ export class IdempotentExecution {
     // Single-commit: the completion is sent with the COMMIT.
     let committing = transaction !== undefined && transaction === this.claimTransaction;
     try {
-      const record = await this.writing(() =>
-        telemetry.complete(this.lease, c.transactionId, () =>
+      let record: CompletedRecord | null;
+      this.inFlight.writes++;
+      try {
+        record = await telemetry.complete(this.lease, c.transactionId, () =>
           this.store.complete(this.lease, completion, transaction),
-        ),
-      );
+        );
+      } finally {
+        this.inFlight.writes--;
+      }
       if (!record) this.logger.error?.(`Lost the claim of ${this.describe()} before completion`);
       if (transaction && !record) throw new Error('lease lost');
       committing = transaction !== undefined;
@@ -439,12 +433,15 @@ export class IdempotentExecution {
   private async release(reason: string): Promise<void> {
     // Single-commit: the claim was never committed; ending the transaction freed it.
     if (this.claimTransaction) return;
+    this.inFlight.writes++;
     try {
-      await this.writing(() => this.store.release(this.lease));
+      await this.store.release(this.lease);
     } catch (err) {
       this.logger.warn?.(
         `Could not release ${this.describe()} (${reason}); it frees when its lease ends: ${(err as Error).message}`,
       );
+    } finally {
+      this.inFlight.writes--;
     }
   }
 
