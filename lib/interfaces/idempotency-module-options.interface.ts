@@ -73,8 +73,17 @@ export interface RpcWithoutHandlerEvent {
    * event are each their own operation).
    */
   handler: string;
-  /** `replayed`: the stored outcome went back; `refused`: an error with `code` did. */
-  outcome: 'replayed' | 'refused';
+  /**
+   * `message`: a `@MessagePattern()` call, whose caller got the answer and retries it with the
+   * same key; `event`: an `@EventPattern()` event, which has no caller: only a redelivery retries it.
+   */
+  kind: 'message' | 'event';
+  /**
+   * `replayed`: the stored outcome went back; `refused`: an error with `code` did; `abandoned`:
+   * the caller went away (an app's `timeout()`) before the handler started: nothing ran, and the
+   * key is free again.
+   */
+  outcome: 'replayed' | 'refused' | 'abandoned';
   /** The refusal's problem code (`ProblemCode`), e.g. `idempotency_store_unavailable`. */
   code?: string;
 }
@@ -212,15 +221,17 @@ export interface IdempotencyModuleOptions {
    * `channel.ack`), such a message is otherwise never settled, and the broker stops delivering
    * once `prefetchCount` messages wait unacknowledged. Called before the answer goes back, once
    * per attempt (an app's `retry()` makes several); a Promise is awaited; what it throws is
-   * logged, and the answer goes back as it would have. Settle each message once, through one
-   * helper shared with the handlers (RabbitMQ closes the channel on a second ack), and requeue
-   * what is not decided yet: an event refused as in progress has no caller to retry it if that
-   * run dies. See docs/graphql-and-rpc.md, "RabbitMQ: manual acknowledgement".
+   * logged, and the answer goes back as it would have. A call whose caller went away before its
+   * handler started is reported too (`abandoned`). Settle each message once, through one helper
+   * shared with the handlers (RabbitMQ closes the channel on a second ack); requeue an event that
+   * is not decided yet (it has no caller to retry it if the run it waits for dies), and ack a
+   * message: its caller got the answer, and a requeued message would run with nobody waiting.
+   * See docs/graphql-and-rpc.md, "RabbitMQ: manual acknowledgement".
    * @default undefined (nothing is called)
-   * @example ({ context, code }) =>
-   *   code === 'request_in_progress' || code === 'idempotency_store_unavailable'
+   * @example ({ context, kind, code }) =>
+   *   kind === 'event' && (code === 'request_in_progress' || code === 'idempotency_store_unavailable')
    *     ? setTimeout(() => settleOnce(context, { requeue: true }), 1000) // decided later
-   *     : settleOnce(context) // a replay, or refused for good: ack (see docs/graphql-and-rpc.md)
+   *     : settleOnce(context) // answered: ack (see docs/graphql-and-rpc.md)
    */
   onRpcWithoutHandler?: (event: RpcWithoutHandlerEvent) => void | Promise<void>;
   /**

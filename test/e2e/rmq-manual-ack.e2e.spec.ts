@@ -35,10 +35,12 @@ import {
 } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { Executions } from '../fixtures/payments.fixture.js';
+import { TcpProxy } from '../fixtures/tcp-proxy.js';
+import { DataSource } from 'typeorm';
 
 const RMQ_URL = process.env.RMQ_URL ?? 'amqp://127.0.0.1:5672';
 const exec = new Executions();
-const reported: { outcome: string; code?: string; handler: string; amount: number }[] = [];
+const reported: { outcome: string; code?: string; handler: string; amount: number; kind: string }[] = []; // prettier-ignore
 /** Each settle by delivery tag and channel: a second one of a message would close the channel. */
 const settles = new Map<string, string[]>();
 const channelErrors: string[] = [];
@@ -67,11 +69,13 @@ function settleOnce(context: RmqContext, { requeue = false } = {}, by = 'handler
   }
 }
 
-/** The docs' hook. */
-function onRpcWithoutHandler({ data, context, outcome, code, handler }: RpcWithoutHandlerEvent) {
-  reported.push({ outcome, code, handler, amount: data.amount });
+/** The docs' hook: an undecided event is requeued after a pause; everything else is acked. */
+function onRpcWithoutHandler(event: RpcWithoutHandlerEvent) {
+  const { data, context, kind, outcome, code, handler } = event;
+  reported.push({ outcome, code, handler, amount: data.amount, kind });
   if (!(context instanceof RmqContext)) return;
-  if (code === ProblemCode.InProgress || code === ProblemCode.StoreUnavailable)
+  const undecided = code === ProblemCode.InProgress || code === ProblemCode.StoreUnavailable;
+  if (kind === 'event' && undecided)
     setTimeout(() => settleOnce(context as RmqContext, { requeue: true }, 'hook'), 1000);
   else settleOnce(context as RmqContext, {}, 'hook');
 }
@@ -161,11 +165,12 @@ async function startConsumer(
   controllers: (new () => object)[],
   prefetchCount: number,
   providers: object[] = [],
+  dataSource: DataSource = db.dataSource,
 ) {
   @Module({
     imports: [
       IdempotencyModule.forRoot({
-        dataSource: db.dataSource,
+        dataSource,
         cleanup: { enabled: false },
         onRpcWithoutHandler,
       }),
@@ -235,7 +240,7 @@ describe('@Idempotent() on RabbitMQ with manual acks (noAck: false, prefetchCoun
     expect(next).toMatchObject({ amount: 20 });
     expect(exec.count('create')).toBe(2);
     expect(reported).toEqual([
-      { outcome: 'replayed', handler: 'PaymentsHandler.create', amount: 10 },
+      { outcome: 'replayed', handler: 'PaymentsHandler.create', amount: 10, kind: 'message' },
     ]);
   });
 
@@ -350,13 +355,13 @@ describe('onRpcWithoutHandler with an app retry() interceptor (prefetchCount: 5)
     settles.clear();
     const key = randomUUID();
     // A runs and fails after 250 ms without settling; B (same key) comes meanwhile: refused in
-    // progress (requeue in 1 s), then its retry runs the handler, which settles B. A's retry is
-    // answered by B's stored result, without the handler: reported, and acked by the hook.
+    // progress (a message: acked by the hook, its caller retries), then its retry runs the
+    // handler. A's retry is answered by B's stored result, without the handler: reported, and
+    // acked by the hook.
     const a = consumer.send({ idempotencyKey: key, amount: 5 }).catch((e) => e);
     await sleep(100);
     const b = consumer.send({ idempotencyKey: key, amount: 5 }).catch((e) => e);
     expect(await Promise.all([a, b])).toEqual([{ amount: 5 }, { amount: 5 }]);
-    await sleep(1200); // past the hook's delayed requeue, skipped: B was settled first
     const next = await consumer.send({ idempotencyKey: randomUUID(), amount: 6 });
     expect(next).toEqual({ amount: 6 });
     expect(exec.count('flaky')).toBe(3); // A failed, B ran, the next one ran
@@ -366,4 +371,68 @@ describe('onRpcWithoutHandler with an app retry() interceptor (prefetchCount: 5)
     expect([...settles.values()].every((by) => by.length === 1)).toBe(true);
     expect(channelErrors).toEqual([]);
   });
+});
+
+@Injectable()
+class TimeoutInterceptor implements NestInterceptor {
+  intercept(_context: unknown, next: CallHandler) {
+    return next.handle().pipe(timeout(500));
+  }
+}
+
+describe('a message the library answered, timed out or refused is settled, never run later (prefetchCount: 1)', () => {
+  let db: MigratedDatabase;
+  let proxy: TcpProxy;
+  let dataSource: DataSource;
+  let consumer: Awaited<ReturnType<typeof startConsumer>>;
+
+  beforeAll(async () => {
+    db = await createMigratedDatabase('e14rmq');
+    proxy = TcpProxy.forUrl(db.url);
+    await proxy.start();
+    dataSource = new DataSource({ type: 'postgres', url: proxy.wrap(db.url) });
+    const timing = { provide: APP_INTERCEPTOR, useClass: TimeoutInterceptor };
+    consumer = await startConsumer(db, [PaymentsHandler], 1, [timing], dataSource);
+  });
+  afterAll(async () => {
+    await consumer?.close();
+    await proxy?.stop();
+    await db?.drop();
+  });
+
+  it("an app's timeout() while the key is checked: reported as abandoned, acked, the retry runs once", async () => {
+    reported.length = 0;
+    const locker = db.dataSource.createQueryRunner();
+    await locker.connect();
+    await locker.startTransaction();
+    await locker.query('LOCK TABLE idempotency_keys IN ACCESS EXCLUSIVE MODE');
+    const key = randomUUID();
+    const before = exec.count('create');
+    const first = await consumer.send({ idempotencyKey: key, amount: 80 }).catch((e) => e);
+    await locker.commitTransaction();
+    await locker.release();
+    expect(first).toMatchObject({ status: 'error' }); // the app's timeout, as Nest sends it
+    expect(reported).toEqual([
+      { outcome: 'abandoned', handler: 'PaymentsHandler.create', amount: 80, kind: 'message' },
+    ]);
+    // Found by helper-64: never settled, the message held the only prefetch slot for good.
+    expect(await consumer.send({ idempotencyKey: key, amount: 80 })).toMatchObject({ amount: 80 });
+    expect(exec.count('create')).toBe(before + 1);
+  }, 20_000);
+
+  it('a message refused while PostgreSQL is down is acked: its caller was told, nothing runs later', async () => {
+    reported.length = 0;
+    const key = randomUUID();
+    const before = exec.count('create');
+    await proxy.cut();
+    const refused = await consumer.send({ idempotencyKey: key, amount: 90 }).catch((e) => e);
+    await proxy.restore();
+    expect(refused).toMatchObject({ code: ProblemCode.StoreUnavailable });
+    await sleep(2500); // a requeued message would have come back and run by now
+    expect(exec.count('create')).toBe(before);
+    expect(await consumer.send({ idempotencyKey: randomUUID(), amount: 91 })).toMatchObject({ amount: 91 }); // prettier-ignore
+    expect(reported.map((r) => `${r.kind} ${r.outcome} ${r.code}`)).toEqual([
+      `message refused ${ProblemCode.StoreUnavailable}`,
+    ]);
+  }, 20_000);
 });

@@ -2,6 +2,7 @@ import type { CallHandler, ExecutionContext, Logger } from '@nestjs/common';
 import {
   concatMap,
   dematerialize,
+  finalize,
   from,
   map,
   materialize,
@@ -11,6 +12,7 @@ import {
 } from 'rxjs';
 import type { RpcWithoutHandlerEvent } from '../../interfaces/idempotency-module-options.interface.js';
 import { handlerName } from './handler-name.js';
+import { isEventHandler } from '../../execution/idempotent-route.resolver.js';
 
 type Hook = (event: RpcWithoutHandlerEvent) => void | Promise<void>;
 
@@ -35,7 +37,8 @@ export function watchHandler(next: CallHandler): { next: CallHandler; ran: () =>
 
 /**
  * Calls `hook` once, before the attempt's first answer goes back, when the attempt never handed
- * the call to its handler (`ran()` still false then): a replay, or a refusal. A manual-ack
+ * the call to its handler (`ran()` still false then): a replay, or a refusal; or when the caller
+ * unsubscribed before any answer and before the handler started (`abandoned`). A manual-ack
  * consumer settles the message there. Each attempt is reported on its own (an app's `retry()`
  * makes several of one message, and a handler that failed may not have settled it).
  */
@@ -57,21 +60,32 @@ export function reportWithoutHandler<T>(
         }
       })(),
     );
+  const event = (outcome: RpcWithoutHandlerEvent['outcome'], error?: unknown) => {
+    const rpc = context.switchToRpc();
+    return {
+      data: rpc.getData(),
+      context: rpc.getContext(),
+      handler: handlerName(context),
+      kind: isEventHandler(context.getHandler()) ? ('event' as const) : ('message' as const),
+      outcome,
+      ...(outcome === 'refused' ? { code: codeOf(error) } : {}),
+    };
+  };
   return call.pipe(
     materialize(),
     concatMap((n: ObservableNotification<T>) => {
       if (reported || ran()) return of(n);
       reported = true;
-      const rpc = context.switchToRpc();
-      const refused = n.kind === 'E';
-      return report({
-        data: rpc.getData(),
-        context: rpc.getContext(),
-        handler: handlerName(context),
-        outcome: refused ? 'refused' : 'replayed',
-        ...(refused ? { code: codeOf(n.error) } : {}),
-      }).pipe(map(() => n));
+      const refusal = n.kind === 'E' ? event('refused', n.error) : event('replayed');
+      return report(refusal).pipe(map(() => n));
     }),
     dematerialize(),
+    // Unsubscribed before any answer (an app's timeout() while the key was checked): nothing
+    // ran, nothing went back, and the message must still be settled.
+    finalize(() => {
+      if (reported || ran()) return;
+      reported = true;
+      void report(event('abandoned'));
+    }),
   );
 }
