@@ -16,7 +16,9 @@ import {
   ClientProxyFactory,
   EventPattern,
   MessagePattern,
+  NatsContext,
   NatsRecordBuilder,
+  Ctx,
   Payload,
   Transport,
 } from '@nestjs/microservices';
@@ -285,4 +287,38 @@ describe('TCP: two wrapped event handlers of one class, and a pattern sent in tw
     expect(again.response).toEqual(first.response);
     expect(runs.filter((r) => r === 'spelled')).toHaveLength(1);
   });
+});
+
+describe('NATS: subjects are routes, never parsed', () => {
+  const base = `${Date.now() % 1000}`; // an all-numeric subject
+  let app: Awaited<ReturnType<typeof start>>;
+  beforeAll(async () => {
+    @Controller()
+    class Accounts {
+      @MessagePattern(`${base}.*`)
+      @Idempotent()
+      charge(@Payload() data: unknown, @Ctx() context: NatsContext) {
+        runs.push(`account:${context.getSubject()}`);
+        return { account: context.getSubject(), amount: (data as { amount: number }).amount };
+      }
+    }
+    @Module({ controllers: [Accounts] })
+    class FeatureModule {}
+    app = await start(db, [FeatureModule], Transport.NATS, { servers: ['nats://127.0.0.1:4222'] });
+  });
+  afterAll(() => app?.close());
+
+  it('795.5 and 795.50 are two subjects: each charged, never answered with the other (found by helper-65)', async () => {
+    const idempotencyKey = randomUUID();
+    const send = (subject: string) =>
+      firstValueFrom(app.client.send(subject, { amount: 3, idempotencyKey }).pipe(timeout(5000)));
+    expect(await send(`${base}.5`)).toEqual({ account: `${base}.5`, amount: 3 });
+    expect(await send(`${base}.50`)).toEqual({ account: `${base}.50`, amount: 3 });
+  });
+});
+
+it('a RegExp pattern (Kafka) starts and is scoped by its text (found by helper-65)', async () => {
+  const options = { host: '127.0.0.1', port: await freePort() };
+  const app = await start(db, [eventModule(/scopes\.regexp\..+/ as never, 'regexp')], Transport.TCP, options); // prettier-ignore
+  await app.close();
 });

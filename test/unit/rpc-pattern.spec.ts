@@ -24,4 +24,17 @@ describe('normalizePattern (the RPC scope endpoint)', () => {
     expect(new Set(['7', '7.0', ' 7', 7].map(normalizePattern))).toEqual(new Set(['7']));
     expect(normalizePattern('{"cmd":"a"}')).not.toBe(normalizePattern('{"cmd":"b"}'));
   });
+
+  it('as Nest routes it: an array is an object of its indexes, five levels deep, a RegExp its text', () => {
+    // Found by helper-65: Nest's Redis client sends the route, its TCP client the raw pattern.
+    expect(normalizePattern({ cmd: 'charge', tags: ['card'] })).toBe(
+      '{"cmd":"charge","tags":{"0":"card"}}',
+    );
+    expect(normalizePattern('{"tags":["card"],"cmd":"charge"}')).toBe(
+      '{"cmd":"charge","tags":{"0":"card"}}',
+    );
+    const deep = (g: number) => ({ a: { b: { c: { d: { e: { f: { g } } } } } } });
+    expect(normalizePattern(deep(1))).toBe(normalizePattern(deep(2)));
+    expect(normalizePattern(/orders\..+/)).toBe('/orders\\..+/');
+  });
 });

@@ -6,7 +6,6 @@ import {
   parseIdempotencyKey,
 } from '../../request/idempotency-key.parser.js';
 import { normalizeUserId } from '../../request/request-scope.js';
-import { canonicalJson } from '../../execution/request-fingerprint.js';
 import { isEventHandler } from '../../execution/idempotent-route.resolver.js';
 import { decodeValue, encodeValue } from './value-capture.js';
 import { handlerName } from './handler-name.js';
@@ -38,7 +37,8 @@ export function routedPattern(context: ExecutionContext, rpcContext: RoutedConte
     rpcContext?.getSubject?.();
   const declared = declaredPatterns(context.getHandler());
   if (routed !== undefined && routed !== null) {
-    const pattern = normalizePattern(routed);
+    // A client's pattern is parsed as Nest routes it; a channel, topic or subject is a route.
+    const pattern = rpcContext?.getPattern ? normalizePattern(routed) : String(routed);
     // A wildcard subscription (NATS `orders.*`, Redis `wildcards`) adds what it declared: an
     // `orders.*` and an `orders.created` handler both get `orders.created`, and are two handlers.
     if (declared.length === 0 || declared.includes(pattern)) return pattern;
@@ -85,9 +85,11 @@ export function rpcRequest(
 }
 
 /**
- * The pattern as the microservice server routes it: a JSON object pattern, however its keys are
- * ordered or spaced, is one pattern (keys sorted, as Nest's `transformPatternToRoute` does), and
- * a JSON string or number is its value.
+ * The pattern as the microservice server routes it, by the rules of Nest's
+ * `transformPatternToRoute`: what a client sends is JSON-parsed (`'"charge"'` is `charge`,
+ * `'7.0'` is `7`); an object's keys are sorted, however ordered or spaced, an array is an object
+ * of its indexes (as Nest's Redis and NATS clients send it), and past five levels or twenty keys
+ * Nest reads no further. A RegExp (Kafka) is its source text.
  */
 export function normalizePattern(pattern: unknown): string {
   let parsed = pattern;
@@ -98,6 +100,24 @@ export function normalizePattern(pattern: unknown): string {
       return pattern;
     }
   }
-  // As Nest's getRouteFromPattern: `'"charge"'` is `charge`, `'7.0'` and `' 7'` are `7`.
-  return parsed !== null && typeof parsed === 'object' ? canonicalJson(parsed) : String(parsed);
+  return String(routeOf(parsed, 0));
+}
+
+const escape = (s: string) => s.replace(/\\/g, '\\\\').replace(/"/g, '\\"');
+
+function routeOf(pattern: unknown, depth: number): unknown {
+  if (typeof pattern === 'string' || typeof pattern === 'number') return `${pattern}`;
+  if (pattern instanceof RegExp) return String(pattern);
+  if (pattern === null || typeof pattern !== 'object') return pattern;
+  if (depth > 5) return '[MAX_DEPTH_REACHED]';
+  const keys = Object.keys(pattern);
+  if (keys.length > 20) return '[TOO_MANY_KEYS]';
+  const parts = keys
+    .sort((a, b) => a.localeCompare(b))
+    .map((key) => {
+      const value = (pattern as Record<string, unknown>)[key];
+      const route = routeOf(value, depth + 1);
+      return `"${escape(key)}":${typeof value === 'string' ? `"${escape(String(route))}"` : String(route)}`;
+    });
+  return `{${parts.join(',')}}`;
 }
