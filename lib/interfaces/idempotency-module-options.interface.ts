@@ -74,16 +74,14 @@ export interface RpcWithoutHandlerEvent {
    */
   handler: string;
   /**
-   * `message`: a `@MessagePattern()` call, whose caller got the answer and retries it with the
-   * same key; `event`: an `@EventPattern()` event, which has no caller: only a redelivery retries it.
+   * `message`: a call whose caller waits for the answer and retries it with the same key (a
+   * `@MessagePattern()` sent with `send()`); `event`: nobody waits (an `@EventPattern()`, or a
+   * `client.emit()` to a message handler: RabbitMQ's message has no `replyTo`); only a
+   * redelivery retries it.
    */
   kind: 'message' | 'event';
-  /**
-   * `replayed`: the stored outcome went back; `refused`: an error with `code` did; `abandoned`:
-   * the caller went away (an app's `timeout()`) before the handler started: nothing ran, and the
-   * key is free again.
-   */
-  outcome: 'replayed' | 'refused' | 'abandoned';
+  /** `replayed`: the stored outcome went back; `refused`: an error with `code` did. */
+  outcome: 'replayed' | 'refused';
   /** The refusal's problem code (`ProblemCode`), e.g. `idempotency_store_unavailable`. */
   code?: string;
 }
@@ -221,8 +219,7 @@ export interface IdempotencyModuleOptions {
    * `channel.ack`), such a message is otherwise never settled, and the broker stops delivering
    * once `prefetchCount` messages wait unacknowledged. Called before the answer goes back, once
    * per attempt (an app's `retry()` makes several); a Promise is awaited; what it throws is
-   * logged, and the answer goes back as it would have. A call whose caller went away before its
-   * handler started is reported too (`abandoned`). Settle each message once, through one helper
+   * logged, and the answer goes back as it would have. Settle each message once, through one helper
    * shared with the handlers (RabbitMQ closes the channel on a second ack); requeue an event that
    * is not decided yet (it has no caller to retry it if the run it waits for dies), and ack a
    * message: its caller got the answer, and a requeued message would run with nobody waiting.

@@ -400,24 +400,47 @@ describe('a message the library answered, timed out or refused is settled, never
     await db?.drop();
   });
 
-  it("an app's timeout() while the key is checked: reported as abandoned, acked, the retry runs once", async () => {
-    reported.length = 0;
+  /** Holds the records table for `ms`: the key check waits past the app's timeout (500 ms). */
+  async function slowDatabase(ms: number) {
     const locker = db.dataSource.createQueryRunner();
     await locker.connect();
     await locker.startTransaction();
     await locker.query('LOCK TABLE idempotency_keys IN ACCESS EXCLUSIVE MODE');
+    setTimeout(() => void locker.commitTransaction().then(() => locker.release()), ms);
+  }
+
+  it("an app's timeout() while the key is checked: the call still runs and settles, its retry is replayed", async () => {
+    // Found by helper-64: the claim was cancelled, nothing ran or settled the message, and it
+    // held the only prefetch slot for good.
+    reported.length = 0;
     const key = randomUUID();
     const before = exec.count('create');
+    await slowDatabase(1000);
     const first = await consumer.send({ idempotencyKey: key, amount: 80 }).catch((e) => e);
-    await locker.commitTransaction();
-    await locker.release();
     expect(first).toMatchObject({ status: 'error' }); // the app's timeout, as Nest sends it
-    expect(reported).toEqual([
-      { outcome: 'abandoned', handler: 'PaymentsHandler.create', amount: 80, kind: 'message' },
-    ]);
-    // Found by helper-64: never settled, the message held the only prefetch slot for good.
+    await until(() => exec.count('create') === before + 1);
     expect(await consumer.send({ idempotencyKey: key, amount: 80 })).toMatchObject({ amount: 80 });
     expect(exec.count('create')).toBe(before + 1);
+    expect(reported).toEqual([
+      { outcome: 'replayed', handler: 'PaymentsHandler.create', amount: 80, kind: 'message' },
+    ]);
+  }, 20_000);
+
+  it('an emit() to a message handler is an event: run despite a timeout, and reported as one', async () => {
+    // Found by helper-65: labelled a message, its claim cancelled by the timeout, acked, lost.
+    reported.length = 0;
+    const key = randomUUID();
+    const before = exec.count('create');
+    await slowDatabase(1000);
+    await firstValueFrom(consumer.client.emit('payments.create', { idempotencyKey: key, amount: 81 })); // prettier-ignore
+    await until(() => exec.count('create') === before + 1);
+    await firstValueFrom(consumer.client.emit('payments.create', { idempotencyKey: key, amount: 81 })); // prettier-ignore
+    await until(() => reported.length === 1);
+    expect(exec.count('create')).toBe(before + 1);
+    expect(reported).toEqual([
+      { outcome: 'replayed', handler: 'PaymentsHandler.create', amount: 81, kind: 'event' },
+    ]);
+    expect(await consumer.send({ idempotencyKey: randomUUID(), amount: 82 })).toMatchObject({ amount: 82 }); // prettier-ignore
   }, 20_000);
 
   it('a message refused while PostgreSQL is down is acked: its caller was told, nothing runs later', async () => {

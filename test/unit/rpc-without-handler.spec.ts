@@ -110,7 +110,7 @@ describe('runsToEnd', () => {
     await new Promise((r) => setTimeout(r, 50));
     expect(steps).toEqual(['handler ran', 'source unsubscribed, timer kept']);
     expect(errors).toEqual([
-      "LedgerHandler.onPaid failed after its event's other handlers ended: Error: ledger down",
+      'LedgerHandler.onPaid failed after its caller left: Error: ledger down',
     ]);
   });
 

@@ -2,14 +2,15 @@ import type { Logger } from '@nestjs/common';
 import { Observable } from 'rxjs';
 
 /**
- * An `@EventPattern()` handler's call, kept running when its subscriber leaves before the
- * handler was handed the call (`started()` false). Nest joins the handlers of one event with
- * `forkJoin`, which unsubscribes the others as soon as one fails or ends without a value; a
- * claim still in flight would then be cancelled and its handler never run, while the event is
- * settled for the others. Without the library each handler starts at once, so it is not lost
- * that way. Once started, leaving unsubscribes as it would without the library (an app's
- * `timeout()` cancels a handler's Observable). What fails once nobody listens is logged, as
- * Nest logs an event handler's error.
+ * A microservice call, kept running when its subscriber leaves before the handler was handed the
+ * call (`started()` false). Without the library a handler starts at once; with it, the key is
+ * checked first, and an app's `timeout()` firing meanwhile, or Nest's `forkJoin` of one event's
+ * handlers unsubscribing the others when one fails or ends without a value, would cancel the
+ * claim: the handler would never run, while the message is settled (an event sent to a
+ * `@MessagePattern()` handler too). Decided, it runs; its caller, if any, retries with the same
+ * key and is answered from the record. Once started, leaving unsubscribes as it would without the
+ * library (an app's `timeout()` cancels a handler's Observable). What fails once nobody listens
+ * is logged, as Nest logs an event handler's error.
  */
 export function runsToEnd<T>(
   source: Observable<T>,
@@ -25,7 +26,7 @@ export function runsToEnd<T>(
       },
       error: (err: unknown) => {
         if (attached) return subscriber.error(err);
-        logger.error(`${name} failed after its event's other handlers ended: ${String(err)}`);
+        logger.error(`${name} failed after its caller left: ${String(err)}`);
       },
       complete: () => {
         if (attached) subscriber.complete();

@@ -2,7 +2,6 @@ import type { CallHandler, ExecutionContext, Logger } from '@nestjs/common';
 import {
   concatMap,
   dematerialize,
-  finalize,
   from,
   map,
   materialize,
@@ -23,6 +22,17 @@ function codeOf(err: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
+/**
+ * Whether the call expects a reply: RabbitMQ's message says (a `client.emit()` to a
+ * `@MessagePattern()` handler has no `replyTo`, and nobody retries it); else the handler's kind.
+ */
+function callKind(context: ExecutionContext): RpcWithoutHandlerEvent['kind'] {
+  const rpc = context.switchToRpc().getContext<{ getMessage?: () => unknown } | undefined>();
+  const message = rpc?.getMessage?.() as { properties?: { replyTo?: unknown } } | undefined;
+  if (message?.properties) return message.properties.replyTo ? 'message' : 'event';
+  return isEventHandler(context.getHandler()) ? 'event' : 'message';
+}
+
 /** `next`, and whether this attempt handed the call to its handler. */
 export function watchHandler(next: CallHandler): { next: CallHandler; ran: () => boolean } {
   let ran = false;
@@ -37,8 +47,7 @@ export function watchHandler(next: CallHandler): { next: CallHandler; ran: () =>
 
 /**
  * Calls `hook` once, before the attempt's first answer goes back, when the attempt never handed
- * the call to its handler (`ran()` still false then): a replay, or a refusal; or when the caller
- * unsubscribed before any answer and before the handler started (`abandoned`). A manual-ack
+ * the call to its handler (`ran()` still false then): a replay, or a refusal. A manual-ack
  * consumer settles the message there. Each attempt is reported on its own (an app's `retry()`
  * makes several of one message, and a handler that failed may not have settled it).
  */
@@ -66,7 +75,7 @@ export function reportWithoutHandler<T>(
       data: rpc.getData(),
       context: rpc.getContext(),
       handler: handlerName(context),
-      kind: isEventHandler(context.getHandler()) ? ('event' as const) : ('message' as const),
+      kind: callKind(context),
       outcome,
       ...(outcome === 'refused' ? { code: codeOf(error) } : {}),
     };
@@ -80,12 +89,5 @@ export function reportWithoutHandler<T>(
       return report(refusal).pipe(map(() => n));
     }),
     dematerialize(),
-    // Unsubscribed before any answer (an app's timeout() while the key was checked): nothing
-    // ran, nothing went back, and the message must still be settled.
-    finalize(() => {
-      if (reported || ran()) return;
-      reported = true;
-      void report(event('abandoned'));
-    }),
   );
 }

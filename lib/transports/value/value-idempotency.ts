@@ -20,7 +20,6 @@ import { scopeEndpoint } from '../../request/scope-endpoint.js';
 import { keylessTransaction } from './keyless-transaction.js';
 import { reportWithoutHandler, watchHandler } from './rpc-without-handler.js';
 import { runsToEnd } from './event-runs-to-end.js';
-import { isEventHandler } from '../../execution/idempotent-route.resolver.js';
 import { settledInput, UnsettledInputError } from './settled-input.js';
 import { captureValue, isNoValue } from './value-capture.js';
 import { UnencodableValueError } from './json-value.js';
@@ -60,16 +59,12 @@ export class ValueIdempotency {
     type: ValueType,
     read: () => ValueRequest,
   ): Observable<unknown> {
-    const hook = type === 'rpc' ? this.options.onRpcWithoutHandler : undefined;
-    let call: Observable<unknown>;
-    const event = type === 'rpc' && isEventHandler(context.getHandler());
-    if (!hook && !event) return this.call(context, route, next, type, read);
+    if (type !== 'rpc') return this.call(context, route, next, type, read);
+    const hook = this.options.onRpcWithoutHandler;
     const watched = watchHandler(next);
-    call = this.call(context, route, watched.next, type, read);
+    let call = this.call(context, route, watched.next, type, read);
     if (hook) call = reportWithoutHandler(call, context, hook, watched.ran, this.logger);
-    if (!event) return call;
-    const name = handlerName(context);
-    return runsToEnd(call, name, watched.ran, this.logger);
+    return runsToEnd(call, handlerName(context), watched.ran, this.logger);
   }
 
   private call(
