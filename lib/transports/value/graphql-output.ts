@@ -19,8 +19,13 @@ import {
 export const STORED_TYPE = '#type';
 /** The parent's other scalar fields, kept for the field resolvers a replay runs again. */
 export const STORED_PARENT = '#parent';
-/** In `STORED_PARENT`: the scalar fields the mutation returned as what `parseValue` makes. */
-export const STORED_PARSED = '#parsed';
+/**
+ * How the mutation returned a leaf field the replay cannot tell from its sent form: `p`, the
+ * scalars returned as what `parseValue` makes (a `Date`); `r`, JSON primitives sent as something
+ * else (an `ID` returned as the number `42`, a `Money` scalar's cents, an enum value the schema
+ * cannot send), as returned. A field resolver run again on a replay reads them so.
+ */
+export const STORED_FORMS = '#forms';
 
 /**
  * What GraphQL sends for a mutation's returned value: only the selected fields, each through its
@@ -129,14 +134,14 @@ class OutputWalk {
       out[key] = this.complete(field.type, fieldNodes, raw, depth + 1);
     }
     if (resolved) out[STORED_PARENT] = this.parentLeaves(fields, selected, source, depth);
+    const forms = returnedForms(fields, source);
+    if (forms) out[STORED_FORMS] = forms;
     return out;
   }
 
   /**
    * The scalar and enum fields (and lists of them) a field resolver may read on its parent (its
-   * `id`...), unselected; a null as null. Under `STORED_PARSED`, the scalar fields, selected or
-   * not, that the mutation returned as an object or a bigint (a `Date`): a replay hands their
-   * resolvers the scalar's `parseValue` of the stored form, the others the stored form itself.
+   * `id`...), unselected; a null as null.
    */
   private parentLeaves(
     fields: Record<string, GqlField>,
@@ -146,21 +151,52 @@ class OutputWalk {
   ): Record<string, unknown> {
     const names = new Set([...selected.values()].map((nodes) => nodes[0].name!.value));
     const leaves: Record<string, unknown> = {};
-    const parsed: string[] = [];
     for (const field of Object.values(fields)) {
       const raw = (source as Record<string, unknown>)[field.name];
       const kind = kindOf(leafType(field.type));
-      if (raw === undefined || (kind !== 'Scalar' && kind !== 'Enum')) continue;
-      if (kind === 'Scalar' && madeByParse(raw)) parsed.push(field.name);
-      if (names.has(field.name)) continue;
+      if (raw === undefined || names.has(field.name)) continue;
+      if (kind !== 'Scalar' && kind !== 'Enum') continue;
       try {
         leaves[field.name] = raw === null ? null : this.complete(field.type, [], raw, depth + 1);
       } catch (err) {
         if (err instanceof ValueTooLargeError) throw err;
       }
     }
-    if (parsed.length > 0) leaves[STORED_PARSED] = parsed;
     return leaves;
+  }
+}
+
+/** `STORED_FORMS` of an object's leaf fields, or undefined when every one reads as it was sent. */
+function returnedForms(
+  fields: Record<string, GqlField>,
+  source: unknown,
+): { p?: string[]; r?: Record<string, unknown> } | undefined {
+  let parsed: string[] | undefined;
+  let raws: Record<string, unknown> | undefined;
+  for (const field of Object.values(fields)) {
+    const raw = (source as Record<string, unknown>)[field.name];
+    if (raw === undefined || raw === null) continue;
+    const type = leafType(field.type);
+    const kind = kindOf(type);
+    if (kind !== 'Scalar' && kind !== 'Enum') continue;
+    if (kind === 'Scalar' && madeByParse(raw)) (parsed ??= []).push(field.name);
+    else if (isPrimitive(raw) && !sentAsIs(type, raw, kind === 'Enum')) {
+      (raws ??= {})[field.name] = raw;
+    }
+  }
+  return parsed || raws ? { ...(parsed && { p: parsed }), ...(raws && { r: raws }) } : undefined;
+}
+
+const isPrimitive = (raw: unknown) =>
+  typeof raw === 'string' || typeof raw === 'number' || typeof raw === 'boolean';
+
+/** Whether the leaf is sent as it was returned (an enum: whether the schema can send it at all). */
+function sentAsIs(type: GqlType, raw: unknown, isEnum: boolean): boolean {
+  try {
+    const out = type.serialize!(raw);
+    return isEnum ? out !== undefined && out !== null : Object.is(out, raw);
+  } catch {
+    return false;
   }
 }
 

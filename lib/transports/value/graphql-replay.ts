@@ -1,4 +1,4 @@
-import { STORED_PARENT, STORED_PARSED, STORED_TYPE } from './graphql-output.js';
+import { STORED_FORMS, STORED_PARENT, STORED_TYPE } from './graphql-output.js';
 import {
   collectFields,
   type GqlInfo,
@@ -35,23 +35,25 @@ export function replayGraphQLOutput(stored: unknown, info: GqlInfo): unknown {
   return build(info, info.returnType, info.fieldNodes, stored);
 }
 
-/** `parse`: the mutation returned this scalar as what its `parseValue` makes (a `Date`). */
+/** How the mutation returned a leaf (see `STORED_FORMS`): parsed, or this JSON primitive. */
+type Form = 'parsed' | { raw: unknown } | undefined;
+
 function build(
   info: GqlInfo,
   type: GqlType,
   nodes: readonly GqlNode[],
   stored: unknown,
-  parse = false,
+  form?: Form,
 ): unknown {
   const kind = kindOf(type);
-  if (kind === 'NonNull') return build(info, type.ofType!, nodes, stored, parse);
+  if (kind === 'NonNull') return build(info, type.ofType!, nodes, stored, form);
   if (stored === null || stored === undefined) return null;
   switch (kind) {
     case 'List':
-      return (stored as unknown[]).map((item) => build(info, type.ofType!, nodes, item, parse));
+      return (stored as unknown[]).map((item) => build(info, type.ofType!, nodes, item, form));
     case 'Scalar':
     case 'Enum':
-      return leaf(type, stored, parse);
+      return leaf(type, stored, form);
     case 'Interface':
     case 'Union': {
       patchOnce(type, 'resolveType', (value) => (value as Replayed)?.[REPLAYED_TYPE]);
@@ -79,20 +81,22 @@ function object(
   // What a field resolver run again reads on its parent, in the form the handler returned it (an
   // enum's internal value, a `Date`); the selected fields go over it.
   const out: Replayed = { __typename: type.name };
-  const { [STORED_PARSED]: parsedNames, ...parent } = (stored[STORED_PARENT] ?? {}) as Record<
-    string,
-    unknown
-  >;
-  const parsed = new Set(parsedNames as string[] | undefined);
-  for (const [name, value] of Object.entries(parent)) {
-    out[name] = fields[name] ? build(info, fields[name].type, [], value, parsed.has(name)) : value;
+  const forms = (stored[STORED_FORMS] ?? {}) as { p?: string[]; r?: Record<string, unknown> };
+  const parsed = new Set(forms.p);
+  const raws = forms.r ?? {};
+  const formOf = (name: string): Form =>
+    Object.hasOwn(raws, name) ? { raw: raws[name] } : parsed.has(name) ? 'parsed' : undefined;
+  // An unselected leaf the schema could not send is kept only as returned.
+  Object.assign(out, raws);
+  for (const [name, value] of Object.entries(stored[STORED_PARENT] ?? {})) {
+    out[name] = fields[name] ? build(info, fields[name].type, [], value, formOf(name)) : value;
   }
   Object.defineProperty(out, REPLAYED_TYPE, { value: type.name });
   for (const [key, fieldNodes] of collectFields(info, type, nodes)) {
     const name = fieldNodes[0].name!.value;
     const field = fields[name];
     if (!field || !Object.hasOwn(stored, key)) continue;
-    const value = build(info, field.type, fieldNodes, stored[key], parsed.has(name));
+    const value = build(info, field.type, fieldNodes, stored[key], formOf(name));
     // Two aliases of one field read the same property: their selections merge.
     out[name] = Object.hasOwn(out, name) ? merge(out[name], value) : value;
   }
@@ -111,20 +115,23 @@ function merge(a: unknown, b: unknown): unknown {
 }
 
 /**
- * A leaf as the handler returned it, when the schema can say: an enum's internal value; a scalar
- * the mutation returned as what its `parseValue` makes (`parse`: a `Date`), parsed from its sent
- * form; any other scalar as sent (or parsed, if only that gives its sent form again), so that a
- * field resolver run again reads what it read the first time. Else a `Serialized` wrapper.
+ * A leaf as the handler returned it, when the schema or the record can say: an enum's internal
+ * value; the returned JSON primitive the record kept; a scalar returned as what its `parseValue`
+ * makes (a `Date`), parsed from its sent form; any other scalar as sent (or parsed, if only that
+ * gives its sent form again), so that a field resolver run again reads what it read the first
+ * time. Each only if it is sent as stored; else a `Serialized` wrapper.
  */
-function leaf(type: GqlType, stored: unknown, parse: boolean): unknown {
+function leaf(type: GqlType, stored: unknown, form: Form): unknown {
   const asSent = () => stored;
   const asParsed = () => parsed(type, stored);
   const candidates =
-    kindOf(type) === 'Enum'
-      ? [() => type.getValue!(stored as string)?.value]
-      : parse
-        ? [asParsed, asSent]
-        : [asSent, asParsed];
+    typeof form === 'object'
+      ? [() => form.raw]
+      : kindOf(type) === 'Enum'
+        ? [() => type.getValue!(stored as string)?.value]
+        : form === 'parsed'
+          ? [asParsed, asSent]
+          : [asSent, asParsed];
   for (const candidate of candidates) {
     const value = candidate();
     if (reproduces(type, value, stored)) return value;
