@@ -349,16 +349,12 @@ export class IdempotentExecution {
     const transaction = this.transaction?.active ? this.transaction : undefined;
     // Single-commit: the completion is sent with the COMMIT.
     let committing = transaction !== undefined && transaction === this.claimTransaction;
+    // A write until its COMMIT ended too (transactional): a graceful shutdown waits for it.
+    this.inFlight.writes++;
     try {
-      let record: CompletedRecord | null;
-      this.inFlight.writes++;
-      try {
-        record = await telemetry.complete(this.lease, c.transactionId, () =>
-          this.store.complete(this.lease, completion, transaction),
-        );
-      } finally {
-        this.inFlight.writes--;
-      }
+      const record = await telemetry.complete(this.lease, c.transactionId, () =>
+        this.store.complete(this.lease, completion, transaction),
+      );
       if (!record) this.logger.error?.(`Lost the claim of ${this.describe()} before completion`);
       if (transaction && !record) throw new Error('lease lost');
       committing = transaction !== undefined;
@@ -385,6 +381,8 @@ export class IdempotentExecution {
         { ...retry, describe: () => this.describe() },
         refusedByDatabase(err) ? fallbacks : [completion, ...fallbacks],
       );
+    } finally {
+      this.inFlight.writes--;
     }
   }
 
