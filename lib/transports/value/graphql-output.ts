@@ -20,12 +20,11 @@ export const STORED_TYPE = '#type';
 /** The parent's other scalar fields, kept for the field resolvers a replay runs again. */
 export const STORED_PARENT = '#parent';
 /**
- * How the mutation returned a leaf field the replay cannot tell from its sent form: `p`, the
- * scalars returned as what `parseValue` makes (a `Date`); `r`, JSON primitives sent as something
- * else (an `ID` returned as the number `42`, a `Money` scalar's cents, an enum value the schema
- * cannot send), as returned. A field resolver run again on a replay reads them so.
+ * The scalar fields (selected, or kept in `STORED_PARENT`) the mutation returned as what their
+ * `parseValue` makes (a `Date`): a replay parses them back for the field resolvers that read them.
+ * Names only: a value the schema did not send (a masked card number) is never stored.
  */
-export const STORED_FORMS = '#forms';
+export const STORED_PARSED = '#parsed';
 
 /**
  * What GraphQL sends for a mutation's returned value: only the selected fields, each through its
@@ -114,6 +113,7 @@ class OutputWalk {
     const fields = type.getFields!();
     const out: Record<string, unknown> = abstract ? { [STORED_TYPE]: type.name } : {};
     const selected = collectFields(this.info, type, nodes);
+    const parsed: string[] = [];
     let resolved = false;
     for (const [key, fieldNodes] of selected) {
       const name = fieldNodes[0].name!.value;
@@ -132,10 +132,10 @@ class OutputWalk {
         continue;
       }
       out[key] = this.complete(field.type, fieldNodes, raw, depth + 1);
+      if (madeByParse(field.type, raw) && !parsed.includes(name)) parsed.push(name);
     }
-    if (resolved) out[STORED_PARENT] = this.parentLeaves(fields, selected, source, depth);
-    const forms = returnedForms(fields, source);
-    if (forms) out[STORED_FORMS] = forms;
+    if (resolved) out[STORED_PARENT] = this.parentLeaves(fields, selected, source, depth, parsed);
+    if (parsed.length > 0) out[STORED_PARSED] = parsed;
     return out;
   }
 
@@ -148,6 +148,7 @@ class OutputWalk {
     selected: Map<string, GqlNode[]>,
     source: unknown,
     depth: number,
+    parsed: string[],
   ): Record<string, unknown> {
     const names = new Set([...selected.values()].map((nodes) => nodes[0].name!.value));
     const leaves: Record<string, unknown> = {};
@@ -158,45 +159,12 @@ class OutputWalk {
       if (kind !== 'Scalar' && kind !== 'Enum') continue;
       try {
         leaves[field.name] = raw === null ? null : this.complete(field.type, [], raw, depth + 1);
+        if (madeByParse(field.type, raw)) parsed.push(field.name);
       } catch (err) {
         if (err instanceof ValueTooLargeError) throw err;
       }
     }
     return leaves;
-  }
-}
-
-/** `STORED_FORMS` of an object's leaf fields, or undefined when every one reads as it was sent. */
-function returnedForms(
-  fields: Record<string, GqlField>,
-  source: unknown,
-): { p?: string[]; r?: Record<string, unknown> } | undefined {
-  let parsed: string[] | undefined;
-  let raws: Record<string, unknown> | undefined;
-  for (const field of Object.values(fields)) {
-    const raw = (source as Record<string, unknown>)[field.name];
-    if (raw === undefined || raw === null) continue;
-    const type = leafType(field.type);
-    const kind = kindOf(type);
-    if (kind !== 'Scalar' && kind !== 'Enum') continue;
-    if (kind === 'Scalar' && madeByParse(raw)) (parsed ??= []).push(field.name);
-    else if (isPrimitive(raw) && !sentAsIs(type, raw, kind === 'Enum')) {
-      (raws ??= {})[field.name] = raw;
-    }
-  }
-  return parsed || raws ? { ...(parsed && { p: parsed }), ...(raws && { r: raws }) } : undefined;
-}
-
-const isPrimitive = (raw: unknown) =>
-  typeof raw === 'string' || typeof raw === 'number' || typeof raw === 'boolean';
-
-/** Whether the leaf is sent as it was returned (an enum: whether the schema can send it at all). */
-function sentAsIs(type: GqlType, raw: unknown, isEnum: boolean): boolean {
-  try {
-    const out = type.serialize!(raw);
-    return isEnum ? out !== undefined && out !== null : Object.is(out, raw);
-  } catch {
-    return false;
   }
 }
 
@@ -206,8 +174,9 @@ function leafType(type: GqlType): GqlType {
   return kind === 'NonNull' || kind === 'List' ? leafType(type.ofType!) : type;
 }
 
-/** A value a scalar's `parseValue` makes, not the JSON primitive it is sent as (a `Date`). */
-function madeByParse(raw: unknown): boolean {
+/** A scalar leaf (or list of them) returned as what its `parseValue` makes: a `Date`, a bigint. */
+function madeByParse(type: GqlType, raw: unknown): boolean {
+  if (kindOf(leafType(type)) !== 'Scalar') return false;
   const item = Array.isArray(raw) ? raw.find((x) => x !== null && x !== undefined) : raw;
   return (typeof item === 'object' && item !== null) || typeof item === 'bigint';
 }

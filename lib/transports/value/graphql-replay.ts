@@ -1,4 +1,4 @@
-import { STORED_FORMS, STORED_PARENT, STORED_TYPE } from './graphql-output.js';
+import { STORED_PARENT, STORED_PARSED, STORED_TYPE } from './graphql-output.js';
 import {
   collectFields,
   type GqlInfo,
@@ -35,8 +35,8 @@ export function replayGraphQLOutput(stored: unknown, info: GqlInfo): unknown {
   return build(info, info.returnType, info.fieldNodes, stored);
 }
 
-/** How the mutation returned a leaf (see `STORED_FORMS`): parsed, or this JSON primitive. */
-type Form = 'parsed' | { raw: unknown } | undefined;
+/** How the mutation returned a leaf: as what its scalar's `parseValue` makes (`STORED_PARSED`). */
+type Form = 'parsed' | undefined;
 
 function build(
   info: GqlInfo,
@@ -81,13 +81,8 @@ function object(
   // What a field resolver run again reads on its parent, in the form the handler returned it (an
   // enum's internal value, a `Date`); the selected fields go over it.
   const out: Replayed = { __typename: type.name };
-  const forms = (stored[STORED_FORMS] ?? {}) as { p?: string[]; r?: Record<string, unknown> };
-  const parsed = new Set(forms.p);
-  const raws = forms.r ?? {};
-  const formOf = (name: string): Form =>
-    Object.hasOwn(raws, name) ? { raw: raws[name] } : parsed.has(name) ? 'parsed' : undefined;
-  // An unselected leaf the schema could not send is kept only as returned.
-  Object.assign(out, raws);
+  const parsed = new Set(stored[STORED_PARSED] as string[] | undefined);
+  const formOf = (name: string): Form => (parsed.has(name) ? 'parsed' : undefined);
   for (const [name, value] of Object.entries(stored[STORED_PARENT] ?? {})) {
     out[name] = fields[name] ? build(info, fields[name].type, [], value, formOf(name)) : value;
   }
@@ -116,22 +111,20 @@ function merge(a: unknown, b: unknown): unknown {
 
 /**
  * A leaf as the handler returned it, when the schema or the record can say: an enum's internal
- * value; the returned JSON primitive the record kept; a scalar returned as what its `parseValue`
- * makes (a `Date`), parsed from its sent form; any other scalar as sent (or parsed, if only that
- * gives its sent form again), so that a field resolver run again reads what it read the first
- * time. Each only if it is sent as stored; else a `Serialized` wrapper.
+ * value; a scalar returned as what its `parseValue` makes (a `Date`), parsed from its sent form;
+ * any other scalar as sent (or parsed, if only that gives its sent form again), so that a field
+ * resolver run again reads what it read the first time. Each only if it is sent as stored; else a
+ * `Serialized` wrapper.
  */
 function leaf(type: GqlType, stored: unknown, form: Form): unknown {
   const asSent = () => stored;
   const asParsed = () => parsed(type, stored);
   const candidates =
-    typeof form === 'object'
-      ? [() => form.raw]
-      : kindOf(type) === 'Enum'
-        ? [() => type.getValue!(stored as string)?.value]
-        : form === 'parsed'
-          ? [asParsed, asSent]
-          : [asSent, asParsed];
+    kindOf(type) === 'Enum'
+      ? [() => type.getValue!(stored as string)?.value]
+      : form === 'parsed'
+        ? [asParsed, asSent]
+        : [asSent, asParsed];
   for (const candidate of candidates) {
     const value = candidate();
     if (reproduces(type, value, stored)) return value;
