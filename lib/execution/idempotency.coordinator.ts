@@ -109,7 +109,6 @@ export class IdempotencyCoordinator {
     let outcome: ClaimOutcome | TransactionalClaimOutcome | PeekOutcome;
     // A claim only to release it would refuse a first GET sent at the same time (false 409).
     const peek = attempt.replayOnly ? this.store.peek?.bind(this.store) : undefined;
-    const inFlight = this.inFlight;
     try {
       const request = {
         key: scope.key,
@@ -120,7 +119,7 @@ export class IdempotencyCoordinator {
         leaseSeconds: this.options.leaseSeconds,
       };
       // Counted from before it is sent: a claim that commits after the shutdown looked runs.
-      inFlight.writes++;
+      this.inFlight.writes++;
       outcome = await (peek?.(scope, requestHash) ??
         telemetry.claim(scope, () =>
           route.transactional === 'single'
@@ -134,7 +133,7 @@ export class IdempotencyCoordinator {
       return { type: 'reject', code: ProblemCode.StoreUnavailable };
     } finally {
       // A claimed run is counted in `runs` by its execution, created below without a pause.
-      inFlight.writes--;
+      this.inFlight.writes--;
     }
     switch (outcome.type) {
       case 'absent':

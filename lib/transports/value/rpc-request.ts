@@ -25,9 +25,9 @@ interface RoutedContext {
 
 /**
  * The pattern a message was routed by, as its transport's context tells it (and what its handler
- * declared, when a wildcard matched it); else the patterns its handler declares (gRPC has none). Never the class and method names alone: two
- * operations named alike (two `ChargeHandler.charge`) would share a scope, one answered with the
- * other's stored result.
+ * declared, when a wildcard matched it); else the patterns its handler declares (gRPC has none).
+ * Never the class and method names alone: two operations named alike (two `ChargeHandler.charge`)
+ * would share a scope, one answered with the other's stored result.
  */
 export function routedPattern(context: ExecutionContext, rpcContext: RoutedContext | undefined) {
   const routed =
@@ -47,11 +47,24 @@ export function routedPattern(context: ExecutionContext, rpcContext: RoutedConte
   return declared.length > 0 ? declared.join(' | ') : handlerName(context);
 }
 
-/** The patterns a handler declares (`@MessagePattern`, `@EventPattern`), as Nest routes them. */
+const declaredByHandler = new WeakMap<object, string[]>();
+
+/**
+ * The patterns a handler declares (`@MessagePattern`, `@EventPattern`), as Nest routes them; read
+ * once per handler, not on every call.
+ */
 export function declaredPatterns(handler: object): string[] {
-  const declared: unknown = Reflect.getMetadata(MICROSERVICE_PATTERN_METADATA, handler);
-  const patterns = (Array.isArray(declared) ? declared : [declared]).filter((p) => p != null);
-  return patterns.map(normalizePattern).sort();
+  let patterns = declaredByHandler.get(handler);
+  if (!patterns) {
+    const declared: unknown = Reflect.getMetadata(MICROSERVICE_PATTERN_METADATA, handler);
+    const list = Array.isArray(declared) ? declared : [declared];
+    patterns = list
+      .filter((p) => p != null)
+      .map(normalizePattern)
+      .sort();
+    declaredByHandler.set(handler, patterns);
+  }
+  return patterns;
 }
 
 export function rpcRequest(
