@@ -1,8 +1,8 @@
 import { Observable } from 'rxjs';
 
 export interface SettlementHooks {
-  /** The handler's observable completed (`errored` false) or errored. */
-  settled(error: unknown, errored: boolean): void;
+  /** The handler's observable completed (`errored` false) or errored, after `emitted` values or none. */
+  settled(error: unknown, errored: boolean, emitted: boolean): void;
   /** The caller stopped listening before the handler settled; true keeps the handler observed. */
   detached(): boolean;
 }
@@ -15,16 +15,20 @@ export interface SettlementHooks {
 export function trackSettlement<T>(source: Observable<T>, hooks: SettlementHooks): Observable<T> {
   return new Observable<T>((subscriber) => {
     let settled = false;
+    let emitted = false;
     const subscription = source.subscribe({
-      next: (value) => subscriber.next(value),
+      next: (value) => {
+        emitted = true;
+        subscriber.next(value);
+      },
       error: (error: unknown) => {
         settled = true;
-        hooks.settled(error, true);
+        hooks.settled(error, true, emitted);
         subscriber.error(error);
       },
       complete: () => {
         settled = true;
-        hooks.settled(undefined, false);
+        hooks.settled(undefined, false, emitted);
         subscriber.complete();
       },
     });

@@ -61,6 +61,8 @@ export class IdempotentExecution {
   private abortedBy?: Error;
   /** The same call came again while this run held it: the response is that call's refusal. */
   private overlap = false;
+  /** The transport sends each value as it comes (RPC), not one answer. */
+  private streams = false;
 
   constructor(
     private readonly options: ResolvedIdempotencyOptions,
@@ -84,8 +86,17 @@ export class IdempotentExecution {
     this.inFlight.runs++;
   }
 
-  /** Cold: the handler runs on subscription. Never subscribed? Call `cancel()`. */
-  run(req: object, next: CallHandler, capture: OutcomeCapture): Observable<unknown> {
+  /**
+   * Cold: the handler runs on subscription. Never subscribed? Call `cancel()`. Where the transport
+   * `streams` each value to its caller (RPC), a handler that emitted values and then failed acted.
+   */
+  run(
+    req: object,
+    next: CallHandler,
+    capture: OutcomeCapture,
+    streams = false,
+  ): Observable<unknown> {
+    this.streams = streams;
     return defer(() => {
       if (this.claimTransaction) {
         this.context.manager = this.claimTransaction.manager;
@@ -101,7 +112,7 @@ export class IdempotentExecution {
       // A single-commit claim lives as long as its transaction: nothing to renew.
       if (!this.claimTransaction) this.heartbeat.start();
       const handled = trackSettlement(next.handle(), {
-        settled: (error, errored) => this.handlerSettled(error, errored),
+        settled: (error, errored, emitted) => this.handlerSettled(error, errored, emitted),
         detached: () => {
           if (this.done) return false;
           this.early = true;
@@ -253,13 +264,19 @@ export class IdempotentExecution {
     return this.completeAnyway(304, 'conditional');
   }
 
-  private handlerSettled(error: unknown, errored: boolean): void {
+  private handlerSettled(error: unknown, errored: boolean, emitted: boolean): void {
     this.settled = true;
+    // A stream whose values were sent and then failed acted (its caller had them): not a throw.
+    const streamedThenFailed = errored && emitted && this.streams;
     if (errored) {
       this.handlerError = error;
-      this.threw = true;
+      this.threw = !streamedThenFailed;
     }
     if (!this.early || this.done) return;
+    if (streamedThenFailed) {
+      void this.uncapturable(200, 'streamed').catch((err) => this.unrecorded(200, err));
+      return;
+    }
     // The client already got another answer: record that the operation ran, without a body.
     const status = !errored
       ? this.route.successStatus

@@ -168,6 +168,7 @@ export class ValueIdempotency {
             carrier,
             next,
             captureValue(this.encoder(request), unrecorded, type === 'rpc'),
+            type === 'rpc',
           ),
           cancel: () => execution.cancel(),
         };
