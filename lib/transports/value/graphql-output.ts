@@ -25,6 +25,14 @@ export const STORED_PARENT = '#parent';
  * Names only: a value the schema did not send (a masked card number) is never stored.
  */
 export const STORED_PARSED = '#parsed';
+/** Likewise the scalar fields returned as a bigint (graphql-scalars' `BigInt` sends a number). */
+export const STORED_BIGINT = '#bigint';
+
+/** The names of the leaves returned as what `parseValue` makes, by the form they were in. */
+interface Forms {
+  parsed: string[];
+  bigint: string[];
+}
 
 /**
  * What GraphQL sends for a mutation's returned value: only the selected fields, each through its
@@ -111,9 +119,11 @@ class OutputWalk {
     abstract: boolean,
   ): Record<string, unknown> {
     const fields = type.getFields!();
-    const out: Record<string, unknown> = abstract ? { [STORED_TYPE]: type.name } : {};
+    // No prototype: a `__proto__` alias is a key like any other, as in graphql-js's own result.
+    const out: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+    if (abstract) out[STORED_TYPE] = type.name;
     const selected = collectFields(this.info, type, nodes);
-    const parsed: string[] = [];
+    const forms: Forms = { parsed: [], bigint: [] };
     let resolved = false;
     for (const [key, fieldNodes] of selected) {
       const name = fieldNodes[0].name!.value;
@@ -132,10 +142,11 @@ class OutputWalk {
         continue;
       }
       out[key] = this.complete(field.type, fieldNodes, raw, depth + 1);
-      if (madeByParse(field.type, raw) && !parsed.includes(name)) parsed.push(name);
+      noteForm(forms, name, field.type, raw);
     }
-    if (resolved) out[STORED_PARENT] = this.parentLeaves(fields, selected, source, depth, parsed);
-    if (parsed.length > 0) out[STORED_PARSED] = parsed;
+    if (resolved) out[STORED_PARENT] = this.parentLeaves(fields, selected, source, depth, forms);
+    if (forms.parsed.length > 0) out[STORED_PARSED] = forms.parsed;
+    if (forms.bigint.length > 0) out[STORED_BIGINT] = forms.bigint;
     return out;
   }
 
@@ -148,18 +159,18 @@ class OutputWalk {
     selected: Map<string, GqlNode[]>,
     source: unknown,
     depth: number,
-    parsed: string[],
+    forms: Forms,
   ): Record<string, unknown> {
     const names = new Set([...selected.values()].map((nodes) => nodes[0].name!.value));
     const leaves: Record<string, unknown> = {};
     for (const field of Object.values(fields)) {
-      const raw = (source as Record<string, unknown>)[field.name];
       const kind = kindOf(leafType(field.type));
-      if (raw === undefined || names.has(field.name)) continue;
-      if (kind !== 'Scalar' && kind !== 'Enum') continue;
+      if (names.has(field.name) || (kind !== 'Scalar' && kind !== 'Enum')) continue;
+      const raw = (source as Record<string, unknown>)[field.name];
+      if (raw === undefined) continue;
       try {
         leaves[field.name] = raw === null ? null : this.complete(field.type, [], raw, depth + 1);
-        if (madeByParse(field.type, raw)) parsed.push(field.name);
+        noteForm(forms, field.name, field.type, raw);
       } catch (err) {
         if (err instanceof ValueTooLargeError) throw err;
       }
@@ -174,11 +185,17 @@ function leafType(type: GqlType): GqlType {
   return kind === 'NonNull' || kind === 'List' ? leafType(type.ofType!) : type;
 }
 
-/** A scalar leaf (or list of them) returned as what its `parseValue` makes: a `Date`, a bigint. */
-function madeByParse(type: GqlType, raw: unknown): boolean {
-  if (kindOf(leafType(type)) !== 'Scalar') return false;
+/** Notes a scalar leaf (or list of them) returned as what its `parseValue` makes: a `Date`, a bigint. */
+function noteForm(forms: Forms, name: string, type: GqlType, raw: unknown): void {
+  if (kindOf(leafType(type)) !== 'Scalar') return;
   const item = Array.isArray(raw) ? raw.find((x) => x !== null && x !== undefined) : raw;
-  return (typeof item === 'object' && item !== null) || typeof item === 'bigint';
+  const form =
+    typeof item === 'bigint'
+      ? forms.bigint
+      : typeof item === 'object' && item !== null
+        ? forms.parsed
+        : undefined;
+  if (form && !form.includes(name)) form.push(name);
 }
 
 function isThenable(value: unknown): boolean {

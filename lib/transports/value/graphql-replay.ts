@@ -1,4 +1,4 @@
-import { STORED_PARENT, STORED_PARSED, STORED_TYPE } from './graphql-output.js';
+import { STORED_BIGINT, STORED_PARENT, STORED_PARSED, STORED_TYPE } from './graphql-output.js';
 import {
   collectFields,
   type GqlInfo,
@@ -35,8 +35,8 @@ export function replayGraphQLOutput(stored: unknown, info: GqlInfo): unknown {
   return build(info, info.returnType, info.fieldNodes, stored);
 }
 
-/** How the mutation returned a leaf: as what its scalar's `parseValue` makes (`STORED_PARSED`). */
-type Form = 'parsed' | undefined;
+/** How the mutation returned a leaf: as what its scalar's `parseValue` makes, or as a bigint. */
+type Form = 'parsed' | 'bigint' | undefined;
 
 function build(
   info: GqlInfo,
@@ -82,7 +82,9 @@ function object(
   // enum's internal value, a `Date`); the selected fields go over it.
   const out: Replayed = { __typename: type.name };
   const parsed = new Set(stored[STORED_PARSED] as string[] | undefined);
-  const formOf = (name: string): Form => (parsed.has(name) ? 'parsed' : undefined);
+  const bigints = new Set(stored[STORED_BIGINT] as string[] | undefined);
+  const formOf = (name: string): Form =>
+    bigints.has(name) ? 'bigint' : parsed.has(name) ? 'parsed' : undefined;
   for (const [name, value] of Object.entries(stored[STORED_PARENT] ?? {})) {
     out[name] = fields[name] ? build(info, fields[name].type, [], value, formOf(name)) : value;
   }
@@ -122,15 +124,27 @@ function leaf(type: GqlType, stored: unknown, form: Form): unknown {
   const candidates =
     kindOf(type) === 'Enum'
       ? [() => type.getValue!(stored as string)?.value]
-      : form === 'parsed'
-        ? [asParsed, asSent]
-        : [asSent, asParsed];
+      : form === 'bigint'
+        ? [() => asBigint(asParsed()), asParsed, asSent]
+        : form === 'parsed'
+          ? [asParsed, asSent]
+          : [asSent, asParsed];
   for (const candidate of candidates) {
     const value = candidate();
     if (reproduces(type, value, stored)) return value;
   }
   patchOnce(type, 'serialize', (value) => (value instanceof Serialized ? value : undefined));
   return new Serialized(stored);
+}
+
+/** A scalar whose `parseValue` gives a number for a bigint it was returned as (graphql-scalars). */
+function asBigint(value: unknown): unknown {
+  if (typeof value !== 'number' && typeof value !== 'string') return value;
+  try {
+    return BigInt(value);
+  } catch {
+    return value;
+  }
 }
 
 function parsed(type: GqlType, stored: unknown): unknown {

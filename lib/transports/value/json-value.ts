@@ -63,7 +63,8 @@ export function plainJson(value: unknown, budget: EncodeBudget, depth = 0): unkn
     if (Array.isArray(v)) {
       out = v.map((item) => copy(item, level + 1) ?? null);
     } else {
-      const obj: Record<string, unknown> = {};
+      // No prototype: an own `__proto__` key (parsed JSON) is kept like any other.
+      const obj = Object.create(null) as Record<string, unknown>;
       for (const key of Object.keys(v)) {
         const item = copy((v as Record<string, unknown>)[key], level + 1);
         if (item === undefined) continue;
