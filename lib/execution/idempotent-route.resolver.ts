@@ -11,6 +11,7 @@ import { type ExecutionContext, RequestMethod } from '@nestjs/common';
 import { IDEMPOTENT_METADATA } from '../idempotency-internal.constants.js';
 import { IDEMPOTENCY_DEFAULTS, type ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import type { IdempotentOptions } from '../interfaces/idempotent-options.interface.js';
+import { handlerProperty } from './handler-property.js';
 
 /** Everything the interceptor needs about one route, merged once and cached. */
 export interface IdempotentRoute {
@@ -77,7 +78,7 @@ export class IdempotentRouteResolver {
       transactionId: merged.transactionId,
       transactional: merged.transactional ?? false,
       storeResponse: merged.storeResponse ?? IDEMPOTENCY_DEFAULTS.storeResponse,
-      ownsResponse: ownsResponse(cls, handler.name),
+      ownsResponse: ownsResponse(cls, handlerProperty(cls, handler)),
       successStatus:
         Reflect.getMetadata(HTTP_CODE_METADATA, handler) ??
         (Reflect.getMetadata(METHOD_METADATA, handler) === RequestMethod.POST ? 201 : 200),
