@@ -31,6 +31,12 @@ export interface HoldHooks {
    * 'kept' when the key is kept for a resumed run: the caller is told the store is unavailable.
    */
   onFailure(error: unknown): Promise<'kept' | void>;
+  /**
+   * The client left before anything was written (HTTP). Resolves once the run was concluded
+   * without a response: its handler returned and nothing was written a moment later (a stream
+   * Nest does not start for a closed socket); never, if it is concluded otherwise.
+   */
+  onGone?(): Promise<void>;
 }
 
 /**

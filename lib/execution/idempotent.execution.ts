@@ -63,6 +63,8 @@ export class IdempotentExecution {
   private overlap = false;
   /** The transport sends each value as it comes (RPC), not one answer. */
   private streams = false;
+  /** The client left before anything was written: called (again) once the handler returned. */
+  private unanswered?: () => void;
 
   constructor(
     private readonly options: ResolvedIdempotencyOptions,
@@ -125,6 +127,7 @@ export class IdempotentExecution {
         onEnd: (wire) =>
           this.responded(req, wire).catch((err) => this.unrecorded(wire.statusCode, err)),
         onFailure: () => this.failed(),
+        onGone: () => this.clientGone(),
       });
     });
   }
@@ -272,7 +275,10 @@ export class IdempotentExecution {
       this.handlerError = error;
       this.threw = !streamedThenFailed;
     }
-    if (!this.early || this.done) return;
+    if (!this.early || this.done) {
+      if (!errored && !this.done) this.unanswered?.();
+      return;
+    }
     if (streamedThenFailed) {
       void this.uncapturable(200, 'streamed').catch((err) => this.unrecorded(200, err));
       return;
@@ -342,6 +348,28 @@ export class IdempotentExecution {
       transactionId: this.context.transactionId,
     });
     if (record === 'rolled-back' || record === 'unknown') return this.rolledBack(record);
+  }
+
+  private clientGone(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.unanswered = resolve;
+      if (this.settled && !this.threw) resolve();
+    }).then(() => this.concludeUnanswered());
+  }
+
+  /**
+   * Its handler returned after the client left, and nothing was written: Nest writes a returned
+   * value a few ticks on, but starts no stream (a web `Response`, a `Readable`, `res.download()`)
+   * for a closed socket. Recorded as run, never left to lapse and run again.
+   */
+  private concludeUnanswered(): Promise<void> {
+    return new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+      if (this.done || this.threw) return;
+      this.logger.warn?.(`${this.describe()}: its client left before any response was written`);
+      await this.uncapturable(this.route.successStatus, 'unrecorded').catch((err) =>
+        this.unrecorded(this.route.successStatus, err),
+      );
+    });
   }
 
   private settle(): void {

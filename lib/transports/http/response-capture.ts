@@ -52,7 +52,7 @@ export function holdCapture(
 export function holdResponse(
   res: ServerResponse,
   allow: ReadonlySet<string>,
-  hooks: Pick<HoldHooks, 'onEnd' | 'onUncapturable'>,
+  hooks: Pick<HoldHooks, 'onEnd' | 'onUncapturable' | 'onGone'>,
 ): () => void {
   let state: 'open' | 'held' | 'streaming' | 'released' | 'replaced' = 'open';
   let heldHead: unknown[] | undefined;
@@ -131,11 +131,18 @@ export function holdResponse(
     },
   });
   // Let go of a response nothing was written to yet (its run was concluded without one).
-  return () => {
+  const drop = () => {
+    res.off('close', closed);
     if (state !== 'open') return;
     state = 'released';
     restore();
   };
+  // The client left with nothing written: once the run is concluded without a response, let go.
+  const closed = () => {
+    if (state === 'open') void hooks.onGone?.().then(drop);
+  };
+  res.once('close', closed);
+  return drop;
 }
 
 /**
