@@ -32,11 +32,12 @@ export interface HoldHooks {
    */
   onFailure(error: unknown): Promise<'kept' | void>;
   /**
-   * The client left before anything was written (HTTP). Resolves once the run was concluded
-   * without a response: its handler returned and nothing was written a moment later (a stream
-   * Nest does not start for a closed socket); never, if it is concluded otherwise.
+   * The client left before anything was written (HTTP). Once the handler returned and nothing
+   * was written a moment later (Nest starts no stream for a closed socket), the run is concluded
+   * with `serialized()` (what the platform had serialized when its send failed) or without a
+   * body; resolves when it was, or never, if it is concluded otherwise.
    */
-  onGone?(): Promise<void>;
+  onGone?(serialized: () => WireResponse | undefined): Promise<void>;
 }
 
 /**

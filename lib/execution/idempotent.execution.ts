@@ -127,7 +127,7 @@ export class IdempotentExecution {
         onEnd: (wire) =>
           this.responded(req, wire).catch((err) => this.unrecorded(wire.statusCode, err)),
         onFailure: () => this.failed(),
-        onGone: () => this.clientGone(),
+        onGone: (serialized) => this.clientGone(req, serialized),
       });
     });
   }
@@ -350,26 +350,24 @@ export class IdempotentExecution {
     if (record === 'rolled-back' || record === 'unknown') return this.rolledBack(record);
   }
 
-  private clientGone(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      this.unanswered = resolve;
-      if (this.settled && !this.threw) resolve();
-    }).then(() => this.concludeUnanswered());
-  }
-
   /**
    * Its handler returned after the client left, and nothing was written: Nest writes a returned
    * value a few ticks on, but starts no stream (a web `Response`, a `Readable`, `res.download()`)
    * for a closed socket. Recorded as run, never left to lapse and run again.
    */
-  private concludeUnanswered(): Promise<void> {
-    return new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
-      if (this.done || this.threw) return;
-      this.logger.warn?.(`${this.describe()}: its client left before any response was written`);
-      await this.uncapturable(this.route.successStatus, 'unrecorded').catch((err) =>
-        this.unrecorded(this.route.successStatus, err),
-      );
+  private async clientGone(req: object, serialized: () => WireResponse | undefined): Promise<void> {
+    await new Promise<void>((resolve) => {
+      this.unanswered = resolve;
+      if (this.settled && !this.threw) resolve();
     });
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (this.done || this.threw) return;
+    this.logger.warn?.(`${this.describe()}: its client left before any response was written`);
+    const wire = serialized();
+    const status = wire?.statusCode ?? this.route.successStatus;
+    await (wire ? this.responded(req, wire) : this.uncapturable(status, 'unrecorded')).catch(
+      (err) => this.unrecorded(status, err),
+    );
   }
 
   private settle(): void {

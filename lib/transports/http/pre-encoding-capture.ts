@@ -13,6 +13,8 @@ export interface PreEncoding {
   payload?: string | Buffer;
   /** Its `content-encoding` then: none, unless the handler encoded the body itself. */
   encoding?: string;
+  /** The first payload Fastify serialized, with the status and headers it was to go with. */
+  first?: { payload: string | Buffer; encoding?: string; statusCode: number; headers: object };
 }
 
 /** Asks the Fastify `onSend` hook to keep this response's payload before it is encoded. */
@@ -25,6 +27,7 @@ export function watchPreEncoding(res: ServerResponse): PreEncoding {
 interface FastifyReplyLike {
   raw: ServerResponse;
   getHeader(name: string): unknown;
+  getHeaders(): object;
 }
 
 /**
@@ -42,6 +45,12 @@ export function preEncodingHook(
     slot.payload = payload;
     const encoding = reply.getHeader('content-encoding');
     slot.encoding = typeof encoding === 'string' ? encoding : undefined;
+    slot.first ??= {
+      payload,
+      encoding: slot.encoding,
+      statusCode: reply.raw.statusCode,
+      headers: reply.getHeaders(),
+    };
   }
   done(null, payload);
 }
@@ -67,6 +76,27 @@ export function beforeEncoding(
   if (slot.encoding !== undefined) kept['content-encoding'] = slot.encoding;
   const body = Buffer.isBuffer(slot.payload) ? slot.payload : Buffer.from(slot.payload);
   return { statusCode: wire.statusCode, headers: kept, body };
+}
+
+/**
+ * What Fastify serialized for a client that had left, when its send failed: an encoding plugin's
+ * stream to a closed socket errors, and Fastify answers that with a `500` of its own (the status
+ * line is still held), which is not the handler's outcome. Undefined when nothing was serialized.
+ */
+export function serializedBeforeFailure(
+  slot: PreEncoding,
+  allow: ReadonlySet<string>,
+): WireResponse | undefined {
+  const first = slot.first;
+  if (first === undefined) return undefined;
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(first.headers) as [string, unknown][]) {
+    if (!allow.has(name) || value === undefined || name === 'content-encoding') continue;
+    headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
+  }
+  if (first.encoding !== undefined) headers['content-encoding'] = first.encoding;
+  const body = Buffer.isBuffer(first.payload) ? first.payload : Buffer.from(first.payload);
+  return { statusCode: first.statusCode, headers, body };
 }
 
 /** Installs `preEncodingHook` on a Fastify application, before it is ready. */

@@ -1,7 +1,11 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { HoldHooks, OutcomeCapture, WireResponse } from '../../execution/handler-outcome.js';
 import { BODY_HEADERS, headersArg, patch, type Patched } from './response-patch.js';
-import { beforeEncoding, watchPreEncoding } from './pre-encoding-capture.js';
+import {
+  beforeEncoding,
+  serializedBeforeFailure,
+  watchPreEncoding,
+} from './pre-encoding-capture.js';
 
 export type { HoldHooks, WireResponse };
 
@@ -112,7 +116,10 @@ export function holdResponse(
       if (state !== 'open') return res;
       state = 'held';
       const sent = capture(res, allow, heldHead, args);
-      const wire = beforeEncoding(sent, res, preEncoding, heldHead) ?? sent;
+      const failed = gone && preEncoding.first && preEncoding.first.statusCode !== sent.statusCode;
+      const wire =
+        (failed && serializedBeforeFailure(preEncoding, allow)) ||
+        (beforeEncoding(sent, res, preEncoding, heldHead) ?? sent);
       const snapshot = { status: res.statusCode, headers: res.getHeaders() };
       hooks
         .onEnd(wire)
@@ -138,8 +145,11 @@ export function holdResponse(
     restore();
   };
   // The client left with nothing written: once the run is concluded without a response, let go.
+  let gone = false;
   const closed = () => {
-    if (state === 'open') void hooks.onGone?.().then(drop);
+    gone = true;
+    if (state !== 'open') return;
+    void hooks.onGone?.(() => serializedBeforeFailure(preEncoding, allow)).then(drop);
   };
   res.once('close', closed);
   return drop;
