@@ -12,13 +12,29 @@ export function rawResponse(res: PlatformResponse): ServerResponse {
 /**
  * The key header as the app sees it (`req.headers`), as the parser's name/value list: what a
  * middleware set or a serverless adapter filled counts, not only what came on the socket. Node
- * joins a header sent twice into one `a, b`, which the parser refuses as a list.
+ * joins a header sent twice into one `a, b`, which the parser refuses as a list; when that reads
+ * as one quoted key (`"a` and `b"`), the lines that came on the socket are given instead.
  */
 export function keyHeader(req: IdempotencyRequest, lowerName: string): string[] {
   const value: unknown = req.headers?.[lowerName];
   if (value === undefined) return [];
   if (Array.isArray(value)) return value.flatMap((v) => [lowerName, String(v)]);
-  return [lowerName, String(value)];
+  const text = String(value);
+  if (text.includes(',')) {
+    const sent = linesOf(req.raw?.rawHeaders ?? req.rawHeaders, lowerName);
+    if (sent.length > 2) return sent;
+  }
+  return [lowerName, text];
+}
+
+function linesOf(rawHeaders: unknown, lowerName: string): string[] {
+  if (!Array.isArray(rawHeaders)) return [];
+  const lines: string[] = [];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = String(rawHeaders[i]);
+    if (name.toLowerCase() === lowerName) lines.push(lowerName, String(rawHeaders[i + 1]));
+  }
+  return lines;
 }
 
 /** `METHOD /route/:pattern`, the default scope name of a route. */
