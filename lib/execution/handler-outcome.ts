@@ -31,13 +31,6 @@ export interface HoldHooks {
    * 'kept' when the key is kept for a resumed run: the caller is told the store is unavailable.
    */
   onFailure(error: unknown): Promise<'kept' | void>;
-  /**
-   * The client left before anything was written (HTTP). Once the handler returned and nothing
-   * was written a moment later (Nest starts no stream for a closed socket), the run is concluded
-   * with `serialized()` (what the platform had serialized when its send failed) or without a
-   * body; resolves when it was, or never, if it is concluded otherwise.
-   */
-  onGone?(serialized: () => WireResponse | undefined): Promise<void>;
 }
 
 /**

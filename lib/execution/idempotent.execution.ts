@@ -63,8 +63,6 @@ export class IdempotentExecution {
   private overlap = false;
   /** The transport sends each value as it comes (RPC), not one answer. */
   private streams = false;
-  /** The client left before anything was written: called (again) once the handler returned. */
-  private unanswered?: () => void;
 
   constructor(
     private readonly options: ResolvedIdempotencyOptions,
@@ -83,7 +81,14 @@ export class IdempotentExecution {
       new RecoveryPoints(store, lease, scope, options.derivedKeySecret, !!route.transactional),
     );
     this.transaction = claimTransaction;
-    this.heartbeat = new LeaseHeartbeat(store, lease, options, logger, () => this.describe());
+    this.heartbeat = new LeaseHeartbeat(
+      store,
+      lease,
+      options,
+      logger,
+      () => this.describe(),
+      () => this.heldTooLong(),
+    );
     this.inFlight = inFlightRuns(store);
     this.inFlight.runs++;
   }
@@ -127,7 +132,6 @@ export class IdempotentExecution {
         onEnd: (wire) =>
           this.responded(req, wire).catch((err) => this.unrecorded(wire.statusCode, err)),
         onFailure: () => this.failed(),
-        onGone: (serialized) => this.clientGone(req, serialized),
       });
     });
   }
@@ -224,6 +228,8 @@ export class IdempotentExecution {
   }
 
   private async responded(req: object, wire: WireResponse): Promise<WireResponse | void> {
+    // Written after the run was concluded without a body (`heldTooLong`): nothing to record.
+    if (this.done) return;
     if (this.abortedBy) {
       this.settle();
       return this.rolledBack(this.abortedBy);
@@ -270,15 +276,12 @@ export class IdempotentExecution {
   private handlerSettled(error: unknown, errored: boolean, emitted: boolean): void {
     this.settled = true;
     // A stream whose values were sent and then failed acted (its caller had them): not a throw.
-    const streamedThenFailed = errored && emitted && this.streams;
+    const streamedThenFailed = errored && emitted && this.streams && !isRecoveryPointFailure(error);
     if (errored) {
       this.handlerError = error;
       this.threw = !streamedThenFailed;
     }
-    if (!this.early || this.done) {
-      if (!errored && !this.done) this.unanswered?.();
-      return;
-    }
+    if (!this.early || this.done) return;
     if (streamedThenFailed) {
       void this.uncapturable(200, 'streamed').catch((err) => this.unrecorded(200, err));
       return;
@@ -351,23 +354,15 @@ export class IdempotentExecution {
   }
 
   /**
-   * Its handler returned after the client left, and nothing was written: Nest writes a returned
-   * value a few ticks on, but starts no stream (a web `Response`, a `Readable`, `res.download()`)
-   * for a closed socket. Recorded as run, never left to lapse and run again.
+   * The hold ran out with the handler returned but no response written (its client left, and
+   * Nest starts no stream, a web `Response` or `res.download()`, for a closed socket): recorded
+   * as run without a body, never left to lapse and run again.
    */
-  private async clientGone(req: object, serialized: () => WireResponse | undefined): Promise<void> {
-    await new Promise<void>((resolve) => {
-      this.unanswered = resolve;
-      if (this.settled && !this.threw) resolve();
-    });
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    if (this.done || this.threw) return;
-    this.logger.warn?.(`${this.describe()}: its client left before any response was written`);
-    const wire = serialized();
-    const status = wire?.statusCode ?? this.route.successStatus;
-    await (wire ? this.responded(req, wire) : this.uncapturable(status, 'unrecorded')).catch(
-      (err) => this.unrecorded(status, err),
-    );
+  private heldTooLong(): void {
+    if (this.done || !this.settled || this.threw) return;
+    this.logger.warn?.(`${this.describe()}: its handler returned, but no response was written`);
+    const status = this.route.successStatus;
+    void this.uncapturable(status, 'unrecorded').catch((err) => this.unrecorded(status, err));
   }
 
   private settle(): void {

@@ -16,6 +16,8 @@ export class LeaseHeartbeat {
     private readonly options: Pick<ResolvedIdempotencyOptions, 'leaseSeconds' | 'maxHoldSeconds'>,
     private readonly logger: LoggerService,
     private readonly describe: () => string,
+    /** Called when `maxHoldSeconds` have passed and renewals stop. */
+    private readonly onHeldTooLong: () => void = () => undefined,
   ) {}
 
   start(): void {
@@ -27,7 +29,8 @@ export class LeaseHeartbeat {
           this.logger.warn?.(
             `${this.describe()} held its claim for maxHoldSeconds; no longer renewing its lease`,
           );
-          return this.stop();
+          this.stop();
+          return this.onHeldTooLong();
         }
         this.renewing = this.store.renew(this.lease, this.options.leaseSeconds).then(
           (held) => {

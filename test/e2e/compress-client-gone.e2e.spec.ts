@@ -14,11 +14,11 @@ import { Body, Controller, Module, Post } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import compression from 'compression';
 import { randomUUID } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
 import { Idempotent, IdempotencyModule } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send } from '../fixtures/http-client.js';
 import { listenApp } from '../fixtures/listen.js';
+import { sendAndGiveUp } from '../fixtures/client-gone.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const charges = new Map<string, number>();
@@ -53,28 +53,6 @@ class ChargesController {
 }
 
 /** Sends the request (gzip accepted) and resets the connection after `ms`: a client timeout. */
-function sendAndGiveUp(url: string, path: string, key: string, body: unknown, ms: number) {
-  return new Promise<void>((resolve) => {
-    const u = new URL(path, url);
-    const payload = Buffer.from(JSON.stringify(body));
-    const req = httpRequest({
-      host: u.hostname,
-      port: u.port,
-      path: u.pathname,
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'content-length': String(payload.length),
-        'accept-encoding': 'gzip, deflate, br',
-        'idempotency-key': key,
-      },
-    });
-    req.on('error', () => resolve());
-    req.on('close', () => resolve());
-    req.end(payload);
-    setTimeout(() => req.destroy(), ms);
-  });
-}
 
 for (const platform of ['fastify', 'express'] as const) {
   describe(`compressed receipt, client gone (${platform})`, () => {
@@ -110,7 +88,9 @@ for (const platform of ['fastify', 'express'] as const) {
       it(`${path}: charged once; the retry gets the stored receipt`, async () => {
         const key = randomUUID();
         const ref = randomUUID();
-        await sendAndGiveUp(url, path, key, { ref }, 150);
+        await sendAndGiveUp(url, path, key, { ref }, 150, {
+          'accept-encoding': 'gzip, deflate, br',
+        });
         await sleep(800); // the handler has returned
         const [record] = await db.records('idempotency_key = $1', [key]);
         await sleep(3_000); // past maxHoldSeconds + the lease

@@ -15,6 +15,8 @@ export interface PreEncoding {
   encoding?: string;
   /** The first payload Fastify serialized, with the status and headers it was to go with. */
   first?: { payload: string | Buffer; encoding?: string; statusCode: number; headers: object };
+  /** Fastify serialized another payload after it: its answer to an error (a failed send). */
+  resent?: boolean;
 }
 
 /** Asks the Fastify `onSend` hook to keep this response's payload before it is encoded. */
@@ -42,6 +44,7 @@ export function preEncodingHook(
 ): void {
   const slot = slots.get(reply.raw);
   if (slot && (typeof payload === 'string' || Buffer.isBuffer(payload))) {
+    if (slot.first) slot.resent = true;
     slot.payload = payload;
     const encoding = reply.getHeader('content-encoding');
     slot.encoding = typeof encoding === 'string' ? encoding : undefined;
@@ -79,9 +82,10 @@ export function beforeEncoding(
 }
 
 /**
- * What Fastify serialized for a client that had left, when its send failed: an encoding plugin's
- * stream to a closed socket errors, and Fastify answers that with a `500` of its own (the status
- * line is still held), which is not the handler's outcome. Undefined when nothing was serialized.
+ * What Fastify serialized first for a client that had left, when its send failed: an encoding
+ * plugin's stream to a closed socket errors, and Fastify answers that with a `500` of its own,
+ * through the `onSend` hooks again (the status line is still held), which is not the handler's
+ * outcome. Undefined when nothing was serialized.
  */
 export function serializedBeforeFailure(
   slot: PreEncoding,

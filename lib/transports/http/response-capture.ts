@@ -56,7 +56,7 @@ export function holdCapture(
 export function holdResponse(
   res: ServerResponse,
   allow: ReadonlySet<string>,
-  hooks: Pick<HoldHooks, 'onEnd' | 'onUncapturable' | 'onGone'>,
+  hooks: Pick<HoldHooks, 'onEnd' | 'onUncapturable'>,
 ): () => void {
   let state: 'open' | 'held' | 'streaming' | 'released' | 'replaced' = 'open';
   let heldHead: unknown[] | undefined;
@@ -116,7 +116,8 @@ export function holdResponse(
       if (state !== 'open') return res;
       state = 'held';
       const sent = capture(res, allow, heldHead, args);
-      const failed = gone && preEncoding.first && preEncoding.first.statusCode !== sent.statusCode;
+      // The client left and Fastify answered its failed send (a compressed stream) itself.
+      const failed = res.destroyed && preEncoding.resent === true;
       const wire =
         (failed && serializedBeforeFailure(preEncoding, allow)) ||
         (beforeEncoding(sent, res, preEncoding, heldHead) ?? sent);
@@ -138,21 +139,11 @@ export function holdResponse(
     },
   });
   // Let go of a response nothing was written to yet (its run was concluded without one).
-  const drop = () => {
-    res.off('close', closed);
+  return () => {
     if (state !== 'open') return;
     state = 'released';
     restore();
   };
-  // The client left with nothing written: once the run is concluded without a response, let go.
-  let gone = false;
-  const closed = () => {
-    gone = true;
-    if (state !== 'open') return;
-    void hooks.onGone?.(() => serializedBeforeFailure(preEncoding, allow)).then(drop);
-  };
-  res.once('close', closed);
-  return drop;
 }
 
 /**

@@ -30,9 +30,9 @@ export class EncodeBudget {
 export function plainJson(value: unknown, budget: EncodeBudget, depth = 0): unknown {
   const ancestors = new Set<object>();
   const copy = (v: unknown, level: number): unknown => {
+    // As JSON.stringify: a bigint too (an app that patched `BigInt.prototype.toJSON`, as Prisma apps do).
     if (
-      v !== null &&
-      typeof v === 'object' &&
+      ((v !== null && typeof v === 'object') || typeof v === 'bigint') &&
       typeof (v as { toJSON?: unknown }).toJSON === 'function'
     ) {
       v = (v as { toJSON(): unknown }).toJSON();

@@ -5,6 +5,7 @@ import {
   type WireResponse,
 } from '../../execution/handler-outcome.js';
 import { canonicalJson } from '../../execution/request-fingerprint.js';
+import { isRecoveryPointFailure } from '../../recovery/recovery-point.error.js';
 import { EncodeBudget, plainJson } from './json-value.js';
 
 /** A value's stored form: JSON text, as if it had been an HTTP 200 JSON response. */
@@ -90,7 +91,9 @@ export function captureValue(
     ended(handled).pipe(
       // GraphQL answers with the last value only: that one is the outcome, as before.
       concatMap(async ({ values: emitted, failure }): Promise<Ended> => {
-        if (failure && !(streams && emitted.length > 0)) {
+        // A recovery point that failed keeps the key for a resumed run, values sent or not.
+        const acted = streams && emitted.length > 0 && !isRecoveryPointFailure(failure?.error);
+        if (failure && !acted) {
           const kept = await hooks.onFailure(failure.error);
           throw kept === 'kept' ? await unrecorded() : failure.error;
         }
