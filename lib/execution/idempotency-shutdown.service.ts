@@ -54,6 +54,8 @@ export class IdempotencyShutdown implements BeforeApplicationShutdown, OnApplica
 
   private async drain(): Promise<void> {
     const counts = inFlightRuns(this.store);
+    // A run whose handler returned to a caller that left has nothing more to wait for.
+    for (const run of [...counts.unanswered]) run.concludeIfGone();
     const busy = () => counts.runs > 0 || counts.writes > 0 || retriesRunning(this.store) > 0;
     const maxMs = Math.min(SHUTDOWN_DRAIN_MAX_MS, this.options.leaseSeconds * 1000);
     this.deadline ??= performance.now() + maxMs;

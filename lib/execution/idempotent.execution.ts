@@ -32,7 +32,12 @@ import type { OutcomeCapture, UncapturableReason, WireResponse } from './handler
 import { isRecoveryPointFailure } from '../recovery/recovery-point.error.js';
 import { completeUntilStored, fallbackCompletions, refusedByDatabase } from './completion-retry.js';
 import { LeaseHeartbeat } from './lease-heartbeat.js';
-import { type InFlightRuns, inFlightRuns } from './in-flight-runs.js';
+import {
+  type InFlightRuns,
+  inFlightRuns,
+  type UnansweredRun,
+  watchUnanswered,
+} from './in-flight-runs.js';
 import { openTransaction } from './transactional-routes.check.js';
 import { TransactionAbortedError } from '../store/transaction-aborted.error.js';
 import { telemetry } from '../telemetry/idempotency.telemetry.js';
@@ -43,7 +48,7 @@ import { RecoveryPoints } from '../recovery/recovery-points.js';
  * response has left: a response sent before the handler settled (a timeout interceptor's 408)
  * is never stored as the outcome; the outcome is recorded when the handler settles.
  */
-export class IdempotentExecution {
+export class IdempotentExecution implements UnansweredRun {
   private readonly heartbeat: LeaseHeartbeat;
   private readonly context: IdempotencyContext<unknown>;
   private transaction?: IdempotencyTransaction;
@@ -63,6 +68,9 @@ export class IdempotentExecution {
   private overlap = false;
   /** The transport sends each value as it comes (RPC), not one answer. */
   private streams = false;
+  private callerGone?: () => boolean;
+  /** Watcher ticks its caller has been gone with nothing written; -1 while not watched. */
+  private silent = -1;
 
   constructor(
     private readonly options: ResolvedIdempotencyOptions,
@@ -81,14 +89,7 @@ export class IdempotentExecution {
       new RecoveryPoints(store, lease, scope, options.derivedKeySecret, !!route.transactional),
     );
     this.transaction = claimTransaction;
-    this.heartbeat = new LeaseHeartbeat(
-      store,
-      lease,
-      options,
-      logger,
-      () => this.describe(),
-      () => this.heldTooLong(),
-    );
+    this.heartbeat = new LeaseHeartbeat(store, lease, options, logger, () => this.describe());
     this.inFlight = inFlightRuns(store);
     this.inFlight.runs++;
   }
@@ -102,8 +103,11 @@ export class IdempotentExecution {
     next: CallHandler,
     capture: OutcomeCapture,
     streams = false,
+    /** Whether the caller is gone (HTTP: its socket closed); nothing is written to it then. */
+    callerGone?: () => boolean,
   ): Observable<unknown> {
     this.streams = streams;
+    this.callerGone = callerGone;
     return defer(() => {
       if (this.claimTransaction) {
         this.context.manager = this.claimTransaction.manager;
@@ -228,7 +232,7 @@ export class IdempotentExecution {
   }
 
   private async responded(req: object, wire: WireResponse): Promise<WireResponse | void> {
-    // Written after the run was concluded without a body (`heldTooLong`): nothing to record.
+    // Written after the run was concluded without a body (`watchUnanswered`): nothing to record.
     if (this.done) return;
     if (this.abortedBy) {
       this.settle();
@@ -281,7 +285,10 @@ export class IdempotentExecution {
       this.handlerError = error;
       this.threw = !streamedThenFailed;
     }
-    if (!this.early || this.done) return;
+    if (!this.early || this.done) {
+      if (!errored && !this.done && this.callerGone) this.awaitAnswer();
+      return;
+    }
     if (streamedThenFailed) {
       void this.uncapturable(200, 'streamed').catch((err) => this.unrecorded(200, err));
       return;
@@ -354,13 +361,30 @@ export class IdempotentExecution {
   }
 
   /**
-   * The hold ran out with the handler returned but no response written (its client left, and
-   * Nest starts no stream, a web `Response` or `res.download()`, for a closed socket): recorded
-   * as run without a body, never left to lapse and run again.
+   * Its handler returned, and nothing is written yet: Nest writes a value, an app's late
+   * interceptor or hook its answer, a `@Res()` callback when it fires, but starts no stream (a
+   * web `Response`, a `Readable`, `res.download()`) for a caller that left. After a lease of
+   * silence with the caller gone (at once past `maxHoldSeconds`, whose lease is no longer
+   * renewed, or at a graceful shutdown) the run is recorded without a body, never left to lapse.
    */
-  private heldTooLong(): void {
-    if (this.done || !this.settled || this.threw) return;
-    this.logger.warn?.(`${this.describe()}: its handler returned, but no response was written`);
+  private awaitAnswer(): void {
+    this.silent = 0;
+    watchUnanswered(this.inFlight, this, (this.options.leaseSeconds * 1000) / 3);
+  }
+
+  /** @internal Checked by the watcher while nothing is written: silence is counted in ticks. */
+  tick(): void {
+    this.silent = this.callerGone?.() ? this.silent + 1 : 0;
+    if (this.silent >= 3 || (this.silent > 0 && this.heartbeat.expired)) this.concludeIfGone();
+  }
+
+  /** @internal */
+  concludeIfGone(): void {
+    if (this.done || !this.callerGone?.()) return;
+    this.inFlight.unanswered.delete(this);
+    this.logger.warn?.(
+      `${this.describe()}: its caller left; its handler returned, nothing was written`,
+    );
     const status = this.route.successStatus;
     void this.uncapturable(status, 'unrecorded').catch((err) => this.unrecorded(status, err));
   }
@@ -373,6 +397,7 @@ export class IdempotentExecution {
   private end(): void {
     if (!this.done) this.inFlight.runs--;
     this.done = true;
+    if (this.silent >= 0) this.inFlight.unanswered.delete(this);
   }
 
   private async discard(reason: string): Promise<void> {

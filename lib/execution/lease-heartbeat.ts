@@ -16,9 +16,10 @@ export class LeaseHeartbeat {
     private readonly options: Pick<ResolvedIdempotencyOptions, 'leaseSeconds' | 'maxHoldSeconds'>,
     private readonly logger: LoggerService,
     private readonly describe: () => string,
-    /** Called when `maxHoldSeconds` have passed and renewals stop. */
-    private readonly onHeldTooLong: () => void = () => undefined,
   ) {}
+
+  /** `maxHoldSeconds` have passed: the lease is no longer renewed and will lapse. */
+  expired = false;
 
   start(): void {
     // Monotonic: a wall clock stepped forward must not end the renewals of a running handler.
@@ -29,8 +30,8 @@ export class LeaseHeartbeat {
           this.logger.warn?.(
             `${this.describe()} held its claim for maxHoldSeconds; no longer renewing its lease`,
           );
-          this.stop();
-          return this.onHeldTooLong();
+          this.expired = true;
+          return this.stop();
         }
         this.renewing = this.store.renew(this.lease, this.options.leaseSeconds).then(
           (held) => {

@@ -157,10 +157,11 @@ class HttpTransport implements TransportAdapter {
           await execution.cancel();
           throw this.refusals.problem(res, 404, ProblemCode.NothingToReplay);
         }
-        const hold = holdCapture(rawResponse(res), this.deps.options.replayHeaders);
+        const raw = rawResponse(res);
+        const hold = holdCapture(raw, this.deps.options.replayHeaders);
         mark.run = { execution, drop: hold.drop };
         return {
-          result: execution.run(req, next, hold.capture),
+          result: execution.run(req, next, hold.capture, false, () => raw.destroyed),
           cancel: () => execution.cancel(),
         };
       }
