@@ -1,5 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { IdempotencyScope } from '../interfaces/idempotency-store.interface.js';
+import type { IdempotencyRequest } from '../interfaces/idempotency-module-options.interface.js';
+import type { IdempotentOptions } from '../interfaces/idempotent-options.interface.js';
 import type { RecoveryPoints } from '../recovery/recovery-points.js';
 
 /** Beside the request, not on it: a new key on Express's `req` is a slow-path store (a map transition per request). */
@@ -15,6 +17,29 @@ export function checkTransactionId(id: unknown): string | null {
   return text.length > 0 && text.length <= MAX_TRANSACTION_ID && !text.includes('\u0000')
     ? text
     : null;
+}
+
+/**
+ * The id a route's `transactionId(body, req)` derives from its response: null when it gives none
+ * or throws; `onUnusable` hears of one `transaction_id` cannot hold (stored as none).
+ */
+export function derivedTransactionId(
+  derive: IdempotentOptions['transactionId'],
+  req: object,
+  body: () => unknown,
+  onUnusable: () => void,
+): string | null {
+  if (!derive) return null;
+  let derived: unknown;
+  try {
+    derived = derive(body(), req as IdempotencyRequest);
+  } catch {
+    return null;
+  }
+  if (derived === undefined || derived === null) return null;
+  const id = checkTransactionId(derived);
+  if (id === null) onUnusable();
+  return id;
 }
 
 /**

@@ -1,14 +1,10 @@
-import {
-  type CallHandler,
-  HttpException,
-  type LoggerService,
-  ServiceUnavailableException,
-} from '@nestjs/common';
-import { defer, Observable } from 'rxjs';
+import { type CallHandler, HttpException, type LoggerService } from '@nestjs/common';
+import { defer, type Observable } from 'rxjs';
+import { abortableRun } from './abortable-run.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
 import {
   attachIdempotencyContext,
-  checkTransactionId,
+  derivedTransactionId,
   IdempotencyContext,
 } from './idempotency-context.js';
 import type { IdempotentRoute } from './idempotent-route.resolver.js';
@@ -42,6 +38,14 @@ import { openTransaction } from './transactional-routes.check.js';
 import { TransactionAbortedError } from '../store/transaction-aborted.error.js';
 import { telemetry } from '../telemetry/idempotency.telemetry.js';
 import { RecoveryPoints } from '../recovery/recovery-points.js';
+
+/** What the transport tells a run about its caller. */
+export interface RunCaller {
+  /** The transport sends each value as it comes (RPC), not one answer. */
+  streams?: boolean;
+  /** Whether the caller is gone (HTTP: its socket closed); nothing is written to it then. */
+  gone?: () => boolean;
+}
 
 /**
  * One handler run under a claimed key. The claim lasts until the handler has settled AND the
@@ -102,12 +106,10 @@ export class IdempotentExecution implements UnansweredRun {
     req: object,
     next: CallHandler,
     capture: OutcomeCapture,
-    streams = false,
-    /** Whether the caller is gone (HTTP: its socket closed); nothing is written to it then. */
-    callerGone?: () => boolean,
+    caller: RunCaller = {},
   ): Observable<unknown> {
-    this.streams = streams;
-    this.callerGone = callerGone;
+    this.streams = caller.streams ?? false;
+    this.callerGone = caller.gone;
     return defer(() => {
       if (this.claimTransaction) {
         this.context.manager = this.claimTransaction.manager;
@@ -130,45 +132,15 @@ export class IdempotentExecution implements UnansweredRun {
           return true;
         },
       });
-      return capture(this.abortable(handled), {
+      const aborted = this.claimTransaction?.aborted;
+      const abortable = abortableRun(handled, aborted, (reason) => (this.abortedBy = reason));
+      return capture(abortable, {
         onUncapturable: (status, reason) =>
           this.uncapturable(status, reason).catch((err) => this.unrecorded(status, err)),
         onEnd: (wire) =>
           this.responded(req, wire).catch((err) => this.unrecorded(wire.statusCode, err)),
         onFailure: () => this.failed(),
       });
-    });
-  }
-
-  /** Errors as soon as the store aborts the transaction: the 503 need not wait for the handler. */
-  private abortable(handled: Observable<unknown>): Observable<unknown> {
-    const aborted = this.claimTransaction?.aborted;
-    if (!aborted) return handled;
-    // rxjs's race, without a second observable per request: whichever speaks first wins.
-    return new Observable((subscriber) => {
-      let won = false;
-      const subscription = handled.subscribe({
-        next: (value) => {
-          won = true;
-          subscriber.next(value);
-        },
-        error: (err: unknown) => {
-          won = true;
-          subscriber.error(err);
-        },
-        complete: () => {
-          won = true;
-          subscriber.complete();
-        },
-      });
-      // Known before any outcome is recorded, even one the handler produced just before.
-      void aborted.then((reason) => {
-        this.abortedBy = reason;
-        if (won || subscriber.closed) return;
-        subscription.unsubscribe();
-        subscriber.error(new ServiceUnavailableException(reason.message));
-      });
-      return subscription;
     });
   }
 
@@ -467,19 +439,9 @@ export class IdempotentExecution implements UnansweredRun {
 
   private transactionId(req: object, body: () => unknown): string | null {
     if (this.context.transactionId !== null) return this.context.transactionId;
-    if (!this.route.transactionId) return null;
-    let derived: unknown;
-    try {
-      derived = this.route.transactionId(body(), req);
-    } catch {
-      return null;
-    }
-    if (derived === undefined || derived === null) return null;
-    const id = checkTransactionId(derived);
-    if (id === null) {
-      this.logger.error?.(`${this.describe()}: transactionId() gave an unusable id; stored none`);
-    }
-    return id;
+    return derivedTransactionId(this.route.transactionId, req, body, () =>
+      this.logger.error?.(`${this.describe()}: transactionId() gave an unusable id; stored none`),
+    );
   }
 
   /** A failed commit throws; a failed rollback does not (a dead connection rolls back anyway). */

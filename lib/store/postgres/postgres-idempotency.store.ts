@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import {
   adapterBind,
@@ -15,7 +14,7 @@ import { IDEMPOTENCY_DEFAULTS } from '../../idempotency.defaults.js';
 import { runCleanup } from './postgres-cleanup.js';
 import { buildStatements, type IdempotencyStatements } from './idempotency.sql.js';
 import type { ResponseCipher } from '../../response-cipher.js';
-import { StoredResponseCodec, type StoredRow } from './stored-response.codec.js';
+import { StoredResponseCodec } from './stored-response.codec.js';
 import type {
   ClaimOutcome,
   ClaimRequest,
@@ -31,50 +30,20 @@ import type {
   ReplayEvent,
   TransactionalClaimOutcome,
 } from '../../interfaces/idempotency-store.interface.js';
-import { scopeLockKey } from './scope-lock.js';
-import { underContention } from './claim-contention.js';
+import { type ClaimStatements, claimScope } from './postgres-claim.js';
+import { type ExistingRow, existingOutcome } from './scope-row.js';
+import { claimInNewTransaction } from './single-commit-claim.js';
 import { buildSingleCommitStatements, type SingleCommitStatements } from './single-commit.sql.js';
-import { type SingleCommit, singleCommitTransaction } from './single-commit-transaction.js';
-import { pipelineWithin, settledValue } from './pg-pipeline.js';
+import type { SingleCommit } from './single-commit-transaction.js';
 import { retryingSerialization } from './serialization-retry.js';
-import { committedAfterSnapshot, serializationFailure } from './snapshot-probe.js';
 import { withoutNames } from './unnamed-statements.js';
-import { readOnlyTransactionError } from './topology-check.js';
 import { SingleCommitSlots } from './single-commit-slots.js';
 import { lazyTransaction } from './lazy-transaction.js';
 import { type ServerChange, ServerIdentityWatch } from './server-identity.js';
-import {
-  bound,
-  DeadlinePool,
-  type QueryConfig,
-  type QueryResult,
-  queryWithin,
-} from './pg-deadline.js';
+import { bound, DeadlinePool, type QueryConfig, type QueryResult } from './pg-deadline.js';
 import { poolMax } from './single-commit-slots.js';
-import { telemetry } from '../../telemetry/idempotency.telemetry.js';
 import { buildRecoveryPointStatements } from './recovery-points.sql.js';
 import { PostgresRecoveryPoints } from './postgres-recovery-points.js';
-
-interface ExistingRow extends StoredRow {
-  /** Empty (NULL) when the scope has no committed row: claim and single-commit lookup. */
-  id: string;
-  claimed: boolean;
-  /** The scope's advisory lock was free: no single-commit transaction holds the scope. */
-  locked: boolean;
-  status: 'in_progress' | 'completed' | null;
-  same_request: boolean;
-  stale: boolean;
-  expires_at: Date | null;
-  seconds_left: number | null;
-}
-
-/** What a lease records of the request that claimed it (the cipher binds stored bytes to it). */
-function claimedScope(req: ClaimRequest): NonNullable<Lease['claimed']> {
-  return { key: req.key, endpoint: req.endpoint, userId: req.userId, requestHash: req.requestHash };
-}
-
-/** Rounds of claim → conflicting row vanished / takeover lost; each round is one more statement. */
-const MAX_CLAIM_ROUNDS = 5;
 
 /** Options of `new PostgresIdempotencyStore(pool, tableName, options)`. */
 export interface PostgresIdempotencyStoreOptions<TManager> {
@@ -124,6 +93,7 @@ export class PostgresIdempotencyStore<
   private readonly singleCommitMaxSeconds: number;
   private readonly server: ServerIdentityWatch;
   private readonly steps: PostgresRecoveryPoints;
+  private readonly statements: ClaimStatements;
   /** The DataSource the store was built on; undefined on a pool. */
   readonly dataSource: DataSource | undefined;
 
@@ -159,6 +129,7 @@ export class PostgresIdempotencyStore<
     this.singleCommitMaxSeconds =
       options.singleCommitMaxSeconds ?? IDEMPOTENCY_DEFAULTS.singleCommitMaxSeconds;
     this.slots = new SingleCommitSlots(this.source, this.pool.timeoutMs);
+    this.statements = { pool: this.pool, sql: this.sql, tableName, codec: this.codec };
     const steps = buildRecoveryPointStatements(tableName);
     this.steps = new PostgresRecoveryPoints(
       named ? steps : withoutNames(steps),
@@ -212,66 +183,8 @@ export class PostgresIdempotencyStore<
     if (pool) this.server.watch(pool);
   }
 
-  async claim(req: ClaimRequest): Promise<ClaimOutcome> {
-    const token = randomUUID();
-    const scope = [req.key, req.endpoint, req.userId, req.requestHash];
-    const claimed = claimedScope(req);
-    let insert = true;
-    let lockedStale: string | undefined;
-    for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
-      const result = await underContention(() =>
-        insert
-          ? this.pool.query(
-              bound(this.sql.claim, [
-                ...scope,
-                token,
-                req.leaseSeconds,
-                req.ttlSeconds,
-                scopeLockKey(this.tableName, req),
-              ]),
-            )
-          : this.pool.query(bound(this.sql.existing, scope)),
-      );
-      if (result === 'busy') return { type: 'in_progress' };
-      if (result === 'reread') {
-        insert = false;
-        continue;
-      }
-      const row = result.rows[0] as unknown as ExistingRow | undefined;
-      // No row after an insert: the conflicting row was committed after this statement's
-      // snapshot, so read it. No row after a read: it was deleted since, so insert again.
-      insert = !insert;
-      // Nothing inserted because a single-commit transaction holds the scope.
-      if (row && !row.id && !row.locked) return { type: 'in_progress' };
-      if (!row?.id) continue;
-      if (row.claimed) return { type: 'claimed', lease: { id: row.id, token, claimed, run: 1 } };
-      // Stale but skipped by the takeover: a live transaction holds it (see `lockClaim`).
-      if (row.stale && (row.id === lockedStale || !row.locked)) {
-        return { type: 'in_progress', recordId: row.id, expiresAt: row.expires_at as Date };
-      }
-      if (row.stale) {
-        const taken = await underContention(() =>
-          this.pool.query(this.takeover(row.id, req, token)),
-        );
-        if (taken === 'busy') return { type: 'in_progress' };
-        if (taken === 'reread') {
-          insert = false;
-          continue;
-        }
-        const id = taken.rows[0]?.id as string | undefined;
-        if (id) telemetry.leaseTakenOver();
-        if (id)
-          return {
-            type: 'claimed',
-            lease: { id, token, claimed, run: taken.rows[0].runs as number },
-          };
-        lockedStale = row.id;
-        insert = false;
-        continue;
-      }
-      return this.existing(row, claimed);
-    }
-    throw new Error('nestjs-pg-idempotency: claim did not settle; too much contention on one key');
+  claim(req: ClaimRequest): Promise<ClaimOutcome> {
+    return claimScope(this.statements, req);
   }
 
   /** A plain SELECT: never the scope's advisory lock, which would make a concurrent claim wait. */
@@ -282,7 +195,7 @@ export class PostgresIdempotencyStore<
     );
     const row = rows[0] as unknown as ExistingRow | undefined;
     if (!row) return { type: 'absent' };
-    return this.existing(row, { key, endpoint, userId, requestHash });
+    return existingOutcome(row, { key, endpoint, userId, requestHash }, this.codec);
   }
 
   /**
@@ -290,135 +203,20 @@ export class PostgresIdempotencyStore<
    * transaction stays open for the handler (claimed), or is rolled back in the background.
    */
   claimInTransaction(req: ClaimRequest): Promise<TransactionalClaimOutcome<TManager>> {
-    return this.claimInNewTransaction(req, false);
-  }
-
-  /**
-   * `again`: claimed once more in a new transaction, after the probe found a record committed
-   * after the first one's snapshot (whose lookup shows it); refused again, it is SERIALIZABLE's
-   * own conflict check (503, nothing ran).
-   */
-  private async claimInNewTransaction(
-    req: ClaimRequest,
-    again: boolean,
-  ): Promise<TransactionalClaimOutcome<TManager>> {
-    const freeSlot = await this.slots.acquire();
-    const client = await this.pool.connect().catch((err: Error) => {
-      freeSlot();
-      throw err;
-    });
-    const run = (config: QueryConfig) => queryWithin(client, config, this.pool.timeoutMs);
-    let outcome: ClaimOutcome | undefined;
-    let inserts: boolean;
-    try {
-      const scope = [req.key, req.endpoint, req.userId, req.requestHash];
-      const [begin, lock, lookup] = await pipelineWithin(
-        client,
-        [
-          { text: 'BEGIN', values: [] },
-          bound(this.single.lock, [scopeLockKey(this.tableName, req)]),
-          bound(this.single.lookup, scope),
-        ],
-        this.pool.timeoutMs,
-      );
-      settledValue(begin);
-      const locking = settledValue(lock).rows[0];
-      if (locking?.read_only === true) throw readOnlyTransactionError();
-      const row = {
-        ...(settledValue(lookup).rows[0] as unknown as ExistingRow),
-        locked: locking?.locked === true,
-      };
-      // The snapshot predates the lock: the last holder may have committed between the two.
-      const raced =
-        row.locked &&
-        (!row.id || row.stale) &&
-        locking?.snapshot_held === true &&
-        (await committedAfterSnapshot(
-          client,
-          bound(this.single.probe, scope),
-          this.pool.timeoutMs,
-        ));
-      if (raced && again) throw serializationFailure();
-      if (raced) await run({ text: 'ROLLBACK', values: [] });
-      inserts = !raced && !row.id && row.locked;
-      outcome = raced ? undefined : await this.decideInTransaction(req, row, run);
-    } catch (err) {
-      client.release(err as Error);
-      freeSlot();
-      throw err;
-    }
-    // No outcome: the probe found a race, and the transaction was rolled back.
-    if (!outcome) {
-      client.release();
-      freeSlot();
-      return this.claimInNewTransaction(req, true);
-    }
-    if (outcome.type === 'claimed') {
-      const single = singleCommitTransaction(this.bind, client, {
-        timeoutMs: this.pool.timeoutMs,
+    return claimInNewTransaction(
+      {
+        ...this.statements,
+        single: this.single,
+        slots: this.slots,
+        bind: this.bind,
         maxSeconds: this.singleCommitMaxSeconds,
-        terminate: (pid) => this.pool.query(bound(this.single.terminate, [pid])),
-        onEnd: freeSlot,
-      });
-      if (inserts) this.inserting.set(outcome.lease, single);
-      this.runners.set(single.transaction, single.run);
-      return { ...outcome, transaction: single.transaction };
-    }
-    // The caller need not wait for the rollback: it only frees the lock and the connection.
-    void run({ text: 'ROLLBACK', values: [] })
-      .then(
-        () => client.release(),
-        (err: Error) => client.release(err),
-      )
-      .finally(freeSlot);
-    return outcome;
-  }
-
-  private async decideInTransaction(
-    req: ClaimRequest,
-    row: ExistingRow,
-    run: (config: QueryConfig) => Promise<{ rows: Record<string, unknown>[] }>,
-  ): Promise<ClaimOutcome> {
-    const claimed = claimedScope(req);
-    if (!row.id || row.stale) {
-      if (!row.locked) return { type: 'in_progress' };
-      const token = randomUUID();
-      if (!row.id) return { type: 'claimed', lease: { id: randomUUID(), token, claimed } };
-      // Archived and taken over inside the transaction: a rollback restores the old row.
-      const taken = await underContention(() => run(this.takeover(row.id, req, token)));
-      // A concurrent takeover won: the transaction (aborted) is rolled back by the caller.
-      if (typeof taken === 'string') return { type: 'in_progress' };
-      const id = taken.rows[0]?.id as string | undefined;
-      if (id)
-        return {
-          type: 'claimed',
-          lease: { id, token, claimed, run: taken.rows[0].runs as number },
-        };
-      return { type: 'in_progress', recordId: row.id, expiresAt: row.expires_at as Date };
-    }
-    return this.existing(row, claimed);
-  }
-
-  private takeover(recordId: string, req: ClaimRequest, token: string): QueryConfig {
-    const { requestHash, leaseSeconds, ttlSeconds } = req;
-    return bound(this.sql.takeover, [recordId, requestHash, token, leaseSeconds, ttlSeconds]);
-  }
-
-  /** What a committed, live row of the scope answers: a mismatch, in progress, or its replay. */
-  private existing(
-    row: ExistingRow,
-    claimed: NonNullable<Lease['claimed']>,
-  ): Exclude<ClaimOutcome, { type: 'claimed' }> {
-    const refusing = { recordId: row.id, expiresAt: row.expires_at as Date };
-    if (!row.same_request) return { type: 'mismatch', ...refusing };
-    if (row.status === 'in_progress') return { type: 'in_progress', ...refusing };
-    return {
-      type: 'completed',
-      recordId: row.id,
-      expiresAt: row.expires_at as Date,
-      secondsLeft: row.seconds_left as number,
-      response: this.codec.fromRow(row, claimed),
-    };
+        opened: (lease, single, inserts) => {
+          if (inserts) this.inserting.set(lease, single);
+          this.runners.set(single.transaction, single.run);
+        },
+      },
+      req,
+    );
   }
 
   /** The response's bind values, in the order both the completion UPDATE and the single-commit INSERT take them. */

@@ -161,7 +161,7 @@ class HttpTransport implements TransportAdapter {
         const hold = holdCapture(raw, this.deps.options.replayHeaders);
         mark.run = { execution, drop: hold.drop };
         return {
-          result: execution.run(req, next, hold.capture, false, () => raw.destroyed),
+          result: execution.run(req, next, hold.capture, { gone: () => raw.destroyed }),
           cancel: () => execution.cancel(),
         };
       }

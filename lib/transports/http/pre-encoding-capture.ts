@@ -2,7 +2,7 @@ import { Injectable, Logger, type OnModuleInit, Optional } from '@nestjs/common'
 import { HttpAdapterHost } from '@nestjs/core';
 import type { ServerResponse } from 'node:http';
 import type { WireResponse } from '../../execution/handler-outcome.js';
-import { headersArg } from './response-patch.js';
+import { headersArg, replayableHeaders } from './response-patch.js';
 
 /** Beside the response, not a new key on it (a slow-path store per request). */
 const slots = new WeakMap<ServerResponse, PreEncoding>();
@@ -93,11 +93,7 @@ export function serializedBeforeFailure(
 ): WireResponse | undefined {
   const first = slot.first;
   if (first === undefined) return undefined;
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(first.headers) as [string, unknown][]) {
-    if (!allow.has(name) || value === undefined || name === 'content-encoding') continue;
-    headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
-  }
+  const headers = replayableHeaders(first.headers, allow, 'content-encoding');
   if (first.encoding !== undefined) headers['content-encoding'] = first.encoding;
   const body = Buffer.isBuffer(first.payload) ? first.payload : Buffer.from(first.payload);
   return { statusCode: first.statusCode, headers, body };

@@ -1,6 +1,12 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { HoldHooks, OutcomeCapture, WireResponse } from '../../execution/handler-outcome.js';
-import { BODY_HEADERS, headersArg, patch, type Patched } from './response-patch.js';
+import {
+  BODY_HEADERS,
+  headersArg,
+  patch,
+  type Patched,
+  replayableHeaders,
+} from './response-patch.js';
 import {
   beforeEncoding,
   serializedBeforeFailure,
@@ -183,11 +189,6 @@ function capture(
   for (const [name, value] of Object.entries(headersArg(heldHead ?? []) ?? {})) {
     all[name.toLowerCase()] = value;
   }
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(all)) {
-    if (allow.has(name) && value !== undefined) {
-      headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
-    }
-  }
+  const headers = replayableHeaders(all, allow);
   return { statusCode: res.statusCode, headers, body: toBuffer(chunk, encoding) };
 }

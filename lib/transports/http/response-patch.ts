@@ -22,6 +22,20 @@ export function headersArg(args: unknown[]): OutgoingHttpHeaders | undefined {
     : undefined;
 }
 
+/** The allow-listed headers of `all` as they are stored: one string each, lists joined. */
+export function replayableHeaders(
+  all: object,
+  allow: ReadonlySet<string>,
+  except?: string,
+): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(all) as [string, unknown][]) {
+    if (!allow.has(name) || value === undefined || name === except) continue;
+    headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
+  }
+  return headers;
+}
+
 const PATCHED: readonly Patched[] = ['writeHead', 'write', 'end', 'flushHeaders'];
 /** The methods a patched response answers with, beside it rather than on it. */
 const patches = new WeakMap<object, Partial<Record<Patched, Method>>>();

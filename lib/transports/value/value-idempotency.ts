@@ -168,7 +168,7 @@ export class ValueIdempotency {
             carrier,
             next,
             captureValue(this.encoder(request), unrecorded, type === 'rpc'),
-            type === 'rpc',
+            { streams: type === 'rpc' },
           ),
           cancel: () => execution.cancel(),
         };
