@@ -10,6 +10,18 @@ export function rawResponse(res: PlatformResponse): ServerResponse {
 }
 
 /**
+ * The client is gone: its response destroyed, its HTTP/2 stream (a compatibility response has no
+ * `destroyed` of its own), or its connection (a pipelined response still queued behind another has
+ * no socket of its own yet, and is never destroyed).
+ */
+export function clientGone(raw: ServerResponse): boolean {
+  if (raw.destroyed) return true;
+  const stream = (raw as { stream?: { destroyed?: boolean } }).stream;
+  if (stream) return stream.destroyed === true;
+  return raw.req?.socket?.destroyed === true;
+}
+
+/**
  * The key header as the app sees it (`req.headers`), as the parser's name/value list: what a
  * middleware set or a serverless adapter filled counts, not only what came on the socket. Node
  * joins a header sent twice into one `a, b`, which the parser refuses as a list; when that reads

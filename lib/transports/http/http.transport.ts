@@ -16,6 +16,7 @@ import {
   hasBody,
   type PlatformResponse,
   keyHeader,
+  clientGone,
   rawResponse,
   routeEndpoint,
 } from '../../request/http-adapter.utils.js';
@@ -161,7 +162,7 @@ class HttpTransport implements TransportAdapter {
         const hold = holdCapture(raw, this.deps.options.replayHeaders);
         mark.run = { execution, drop: hold.drop };
         return {
-          result: execution.run(req, next, hold.capture, { gone: () => raw.destroyed }),
+          result: execution.run(req, next, hold.capture, { gone: () => clientGone(raw) }),
           cancel: () => execution.cancel(),
         };
       }

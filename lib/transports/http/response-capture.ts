@@ -1,4 +1,5 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { clientGone } from '../../request/http-adapter.utils.js';
 import type { HoldHooks, OutcomeCapture, WireResponse } from '../../execution/handler-outcome.js';
 import {
   BODY_HEADERS,
@@ -123,7 +124,7 @@ export function holdResponse(
       state = 'held';
       const sent = capture(res, allow, heldHead, args);
       // The client left and Fastify answered its failed send (a compressed stream) itself.
-      const failed = res.destroyed && preEncoding.resent === true;
+      const failed = clientGone(res) && preEncoding.resent === true;
       const wire =
         (failed && serializedBeforeFailure(preEncoding, allow)) ||
         (beforeEncoding(sent, res, preEncoding, heldHead) ?? sent);
