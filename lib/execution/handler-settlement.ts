@@ -1,8 +1,11 @@
 import { Observable } from 'rxjs';
 
 export interface SettlementHooks {
-  /** The handler's observable completed (`errored` false) or errored, after `emitted` values or none. */
-  settled(error: unknown, errored: boolean, emitted: boolean): void;
+  /**
+   * The handler's observable completed (`errored` false) or errored, after `emitted` values or
+   * none; `last` is the last value it emitted.
+   */
+  settled(error: unknown, errored: boolean, emitted: boolean, last: unknown): void;
   /** The caller stopped listening before the handler settled; true keeps the handler observed. */
   detached(): boolean;
 }
@@ -16,19 +19,21 @@ export function trackSettlement<T>(source: Observable<T>, hooks: SettlementHooks
   return new Observable<T>((subscriber) => {
     let settled = false;
     let emitted = false;
+    let last: unknown;
     const subscription = source.subscribe({
       next: (value) => {
         emitted = true;
+        last = value;
         subscriber.next(value);
       },
       error: (error: unknown) => {
         settled = true;
-        hooks.settled(error, true, emitted);
+        hooks.settled(error, true, emitted, last);
         subscriber.error(error);
       },
       complete: () => {
         settled = true;
-        hooks.settled(undefined, false, emitted);
+        hooks.settled(undefined, false, emitted, last);
         subscriber.complete();
       },
     });

@@ -35,9 +35,12 @@ import {
   watchUnanswered,
 } from './in-flight-runs.js';
 import { openTransaction } from './transactional-routes.check.js';
-import { TransactionAbortedError } from '../store/transaction-aborted.error.js';
+import { TransactionAbortedError, transactionAborted } from '../store/transaction-aborted.error.js';
 import { telemetry } from '../telemetry/idempotency.telemetry.js';
 import { RecoveryPoints } from '../recovery/recovery-points.js';
+
+/** How long a run holding an idle transaction waits for an answer to a caller that left. */
+const IDLE_TRANSACTION_WAIT_MS = 500;
 
 /** What the transport tells a run about its caller. */
 export interface RunCaller {
@@ -75,6 +78,11 @@ export class IdempotentExecution implements UnansweredRun {
   private callerGone?: () => boolean;
   /** Watcher ticks its caller has been gone with nothing written; -1 while not watched. */
   private silent = -1;
+  /** The last value the handler emitted (a web `Response` carries the status it chose). */
+  private returned: unknown;
+  /** A transactional run waiting for its answer: checked again soon (its transaction idles). */
+  private answerCheck?: NodeJS.Timeout;
+  private waitingSince = 0;
 
   constructor(
     private readonly options: ResolvedIdempotencyOptions,
@@ -125,7 +133,8 @@ export class IdempotentExecution implements UnansweredRun {
       // A single-commit claim lives as long as its transaction: nothing to renew.
       if (!this.claimTransaction) this.heartbeat.start();
       const handled = trackSettlement(next.handle(), {
-        settled: (error, errored, emitted) => this.handlerSettled(error, errored, emitted),
+        settled: (error, errored, emitted, last) =>
+          this.handlerSettled(error, errored, emitted, last),
         detached: () => {
           if (this.done) return false;
           this.early = true;
@@ -220,6 +229,9 @@ export class IdempotentExecution implements UnansweredRun {
     }
     this.settle();
     if (isRecoveryPointFailure(this.handlerError)) return this.keptForResume();
+    // Its transaction failed under it (the claim lost at BEGIN): nothing committed, a 503.
+    const aborted = this.threw ? transactionAborted(this.handlerError) : undefined;
+    if (aborted) return this.rolledBack(aborted);
     if (this.overlap) {
       return this.threw
         ? this.discard('its handler threw while a second call was refused')
@@ -249,8 +261,9 @@ export class IdempotentExecution implements UnansweredRun {
     return this.completeAnyway(304, 'conditional');
   }
 
-  private handlerSettled(error: unknown, errored: boolean, emitted: boolean): void {
+  private handlerSettled(error: unknown, errored: boolean, emitted: boolean, last: unknown): void {
     this.settled = true;
+    this.returned = last;
     // A stream whose values were sent and then failed acted (its caller had them): not a throw.
     const streamedThenFailed = errored && emitted && this.streams && !isRecoveryPointFailure(error);
     if (errored) {
@@ -335,19 +348,32 @@ export class IdempotentExecution implements UnansweredRun {
   /**
    * Its handler returned, and nothing is written yet: Nest writes a value, an app's late
    * interceptor or hook its answer, a `@Res()` callback when it fires, but starts no stream (a
-   * web `Response`, a `Readable`, `res.download()`) for a caller that left. After a lease of
-   * silence with the caller gone (at once past `maxHoldSeconds`, whose lease is no longer
-   * renewed, or at a graceful shutdown) the run is recorded without a body, never left to lapse.
+   * web `Response`, a `Readable`, `res.download()`) for a caller that left. With the caller gone,
+   * the run is recorded without a body after a lease of silence, after 0.5 s when it holds a
+   * transaction open (idle meanwhile: `idle_in_transaction_session_timeout` would roll it back),
+   * and a `@Res()` handler's only past `maxHoldSeconds` (its callback may fire late); at once past
+   * `maxHoldSeconds`, or at a graceful shutdown. Never left to lapse.
    */
   private awaitAnswer(): void {
     this.silent = 0;
-    watchUnanswered(this.inFlight, this, (this.options.leaseSeconds * 1000) / 3);
+    this.waitingSince = performance.now();
+    const everyMs = (this.options.leaseSeconds * 1000) / 3;
+    watchUnanswered(this.inFlight, this, everyMs);
+    if (this.transaction?.active && !this.route.ownsResponse) {
+      this.answerCheck = setTimeout(() => this.concludeIfGone(), IDLE_TRANSACTION_WAIT_MS);
+      this.answerCheck.unref();
+    }
   }
 
   /** @internal Checked by the watcher while nothing is written: silence is counted in ticks. */
   tick(): void {
     this.silent = this.callerGone?.() ? this.silent + 1 : 0;
-    if (this.silent >= 3 || (this.silent > 0 && this.heartbeat.expired)) this.concludeIfGone();
+    if (this.silent === 0) return;
+    if (this.heartbeat.expired) return this.concludeIfGone();
+    if (this.route.ownsResponse) return;
+    const idling =
+      this.transaction?.active && performance.now() - this.waitingSince >= IDLE_TRANSACTION_WAIT_MS;
+    if (this.silent >= 3 || idling) this.concludeIfGone();
   }
 
   /** @internal */
@@ -357,7 +383,11 @@ export class IdempotentExecution implements UnansweredRun {
     this.logger.warn?.(
       `${this.describe()}: its caller left; its handler returned, nothing was written`,
     );
-    const status = this.route.successStatus;
+    const returned = this.returned;
+    const status =
+      typeof Response === 'function' && returned instanceof Response
+        ? returned.status
+        : this.route.successStatus;
     void this.uncapturable(status, 'unrecorded').catch((err) => this.unrecorded(status, err));
   }
 
@@ -370,6 +400,7 @@ export class IdempotentExecution implements UnansweredRun {
     if (!this.done) this.inFlight.runs--;
     this.done = true;
     if (this.silent >= 0) this.inFlight.unanswered.delete(this);
+    if (this.answerCheck) clearTimeout(this.answerCheck);
   }
 
   private async discard(reason: string): Promise<void> {

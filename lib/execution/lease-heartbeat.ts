@@ -18,19 +18,23 @@ export class LeaseHeartbeat {
     private readonly describe: () => string,
   ) {}
 
-  /** `maxHoldSeconds` have passed: the lease is no longer renewed and will lapse. */
-  expired = false;
+  private stopAt?: number;
+
+  /** `maxHoldSeconds` have passed since `start()` (renewed or halted): the lease is not renewed. */
+  get expired(): boolean {
+    return this.stopAt !== undefined && performance.now() >= this.stopAt;
+  }
 
   start(): void {
     // Monotonic: a wall clock stepped forward must not end the renewals of a running handler.
     const stopAt = performance.now() + this.options.maxHoldSeconds * 1000;
+    this.stopAt = stopAt;
     this.timer = setInterval(
       () => {
         if (performance.now() >= stopAt) {
           this.logger.warn?.(
             `${this.describe()} held its claim for maxHoldSeconds; no longer renewing its lease`,
           );
-          this.expired = true;
           return this.stop();
         }
         this.renewing = this.store.renew(this.lease, this.options.leaseSeconds).then(

@@ -222,10 +222,11 @@ export interface IdempotencyStore<TManager = unknown> {
     onBegin?: (transaction: IdempotencyTransaction<TManager>) => Promise<void>,
   ): IdempotencyTransaction<TManager>;
   /**
-   * Called from `onBegin`: where lease renewals would conflict with the completion inside the
-   * transaction (PostgreSQL under REPEATABLE READ or SERIALIZABLE), locks the claim in the
-   * transaction instead and returns true (renewals then stop); false when renewals are fine.
-   * Throws when the claim was lost. Optional: absent means false.
+   * Called from `onBegin`: locks the claim in the transaction and returns true (renewals then
+   * stop: the live transaction keeps the claim), or false when renewals should go on (the
+   * PostgreSQL store always locks: renewals need a second connection, and conflict with the
+   * completion under REPEATABLE READ or SERIALIZABLE). Throws when the claim was lost. Optional:
+   * absent means false.
    */
   lockInTransaction?(lease: Lease, transaction: IdempotencyTransaction<TManager>): Promise<boolean>;
   /**

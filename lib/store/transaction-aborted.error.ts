@@ -8,3 +8,13 @@ export class TransactionAbortedError extends Error {
     super(`nestjs-pg-idempotency: ${detail}`);
   }
 }
+
+/** `err`, or what it wraps (an ORM's query error: `driverError`, `cause`), when that is one. */
+export function transactionAborted(err: unknown): TransactionAbortedError | undefined {
+  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
+    if (e instanceof TransactionAbortedError) return e;
+    const wrapper = e as { driverError?: unknown; cause?: unknown };
+    e = wrapper.driverError ?? wrapper.cause;
+  }
+  return undefined;
+}

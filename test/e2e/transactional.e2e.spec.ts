@@ -29,6 +29,14 @@ function ledgerController(dataSource: DataSource) {
       const manager = idem.manager!;
       // A call out before the first write: the transaction has not started, so no connection is held.
       if (body.callOutMs) await new Promise((r) => setTimeout(r, body.callOutMs));
+      if (body.then === 'lose-lease') {
+        // Meanwhile another instance took the key over (e.g. after our lease ran out). Once the
+        // transaction has begun it cannot: the claim row is locked in it.
+        await dataSource.query(
+          `UPDATE idempotency_keys SET owner_token = gen_random_uuid() WHERE idempotency_key = $1`,
+          [idem.scope.key],
+        );
+      }
       const [{ id }] = await manager.query(
         `INSERT INTO ledger (ref, status) VALUES ($1, $2) RETURNING id::text`,
         [body.ref, body.then === 'decline' ? 'declined' : 'succeeded'],
@@ -49,13 +57,6 @@ function ledgerController(dataSource: DataSource) {
           }
           break;
         }
-        case 'lose-lease':
-          // Another instance took the key over (e.g. after our lease ran out).
-          await dataSource.query(
-            `UPDATE idempotency_keys SET owner_token = gen_random_uuid() WHERE idempotency_key = $1`,
-            [idem.scope.key],
-          );
-          break;
       }
       return { id, ref: body.ref };
     }
@@ -158,11 +159,13 @@ describe.each<Platform>(['express', 'fastify'])('transactional mode on %s', (pla
     expect(await ledger(ref)).toEqual(['succeeded']);
   });
 
-  it("rolls back when the claim was taken over meanwhile: the new owner's record wins", async () => {
+  it("fails closed when the claim was taken over before its transaction began: the new owner's record wins", async () => {
     const key = randomUUID();
     const ref = randomUUID();
     const res = await send(url, '/ledger', { key, body: { ref, then: 'lose-lease' } });
     expect(res.status).toBe(503);
+    expect(res.headers['content-type']).toContain('application/problem+json');
+    expect(res.json()).toMatchObject({ detail: expect.stringContaining('taken over') });
     expect(await ledger(ref)).toEqual([]);
     // Fenced: neither completed nor deleted by the process that lost the lease.
     expect(await record(key)).toMatchObject({ status: 'in_progress' });

@@ -33,7 +33,8 @@ describe('PostgresIdempotencyStore transactions', () => {
       lease,
       async (handle) => {
         begun.push(handle === tx && handle.active);
-        expect(await store.lockInTransaction(lease, handle)).toBe(false); // READ COMMITTED
+        // The claim row is locked whatever the isolation level (READ COMMITTED here).
+        expect(await store.lockInTransaction(lease, handle)).toBe(true);
       },
     );
     expect(tx.active).toBe(false);

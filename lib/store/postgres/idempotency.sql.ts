@@ -158,7 +158,6 @@ ${COMPLETED_RETURNING}`,
       text: `UPDATE ${t} SET locked_until = clock_timestamp() + make_interval(secs => $3)
  WHERE ${ownedClaim()}`,
     },
-    isolation: `SELECT current_setting('transaction_isolation') AS isolation`,
     /**
      * Held until the run's transaction ends: a session lock and its unlock may reach different
      * server connections behind a transaction pooler, and a lock left on one outlives the run.

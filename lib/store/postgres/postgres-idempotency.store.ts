@@ -12,6 +12,7 @@ import { checkPostgresSchema } from './postgres-schema.check.js';
 import type { ClientFactory } from './transaction-pooler.probe.js';
 import { IDEMPOTENCY_DEFAULTS } from '../../idempotency.defaults.js';
 import { runCleanup } from './postgres-cleanup.js';
+import { TransactionAbortedError } from '../transaction-aborted.error.js';
 import { buildStatements, type IdempotencyStatements } from './idempotency.sql.js';
 import type { ResponseCipher } from '../../response-cipher.js';
 import { StoredResponseCodec } from './stored-response.codec.js';
@@ -85,7 +86,6 @@ export class PostgresIdempotencyStore<
   private readonly preparedStatements: boolean;
   private readonly fallbackPoolMax: number;
   private readonly codec: StoredResponseCodec;
-  private isolation?: Promise<string>;
   /** Every statement of the store goes through this: a hung database fails it after the deadline. */
   private readonly pool: DeadlinePool;
   /** Open single-commit transactions, capped below the pool's size. */
@@ -274,22 +274,20 @@ export class PostgresIdempotencyStore<
     return lazy.transaction;
   }
 
+  /**
+   * The claim row, locked as the transaction's first statement whatever its isolation level:
+   * the live transaction keeps the claim without renewals, which would need a second connection
+   * from a pool its peers may hold (a takeover skips a locked row), and under REPEATABLE READ or
+   * SERIALIZABLE would make the completion fail as a serialization error.
+   */
   async lockInTransaction(lease: Lease, transaction: Transaction<TManager>): Promise<boolean> {
-    // Read in the transaction itself: from the pool it would need a second connection, and
-    // transactions beginning at once could hold every one of them, each waiting for another.
-    this.isolation ??= this.on(transaction, { text: this.sql.isolation, values: [] }).then(
-      ({ rows }) => String(rows[0]?.isolation),
-    );
-    const isolation = await this.isolation.catch((err: Error) => {
-      this.isolation = undefined;
-      throw err;
-    });
-    if (isolation === 'read committed') return false;
     const { rowCount } = await this.on(
       transaction,
       bound(this.sql.lockClaim, [lease.id, lease.token]),
     );
-    if (rowCount !== 1) throw new Error('nestjs-pg-idempotency: the claim was lost');
+    if (rowCount !== 1) {
+      throw new TransactionAbortedError('the claim was taken over before the transaction began');
+    }
     return true;
   }
 
