@@ -6,8 +6,11 @@ export interface SingleCommitLimits {
   timeoutMs: number;
   /** Past this, the transaction is aborted (see `watchSingleCommit`). */
   maxSeconds: number;
-  /** Ends the backend of a connection busy with the handler's statement. */
-  terminate(pid: number): Promise<unknown>;
+  /**
+   * Ends the backend of the transaction, busy with the handler's statement, if that transaction
+   * is still open (the backend's pid as the server knows it, never the client's `processID`).
+   */
+  terminate(): Promise<unknown>;
   /** Runs once, when the transaction ended, whichever way, and its connection went back. */
   onEnd(): void;
 }
@@ -109,8 +112,7 @@ export async function abortTransaction(
       (err: Error) => close(err),
     );
   }
-  const pid = (client as { processID?: number }).processID;
-  if (pid) await limits.terminate(pid).catch(() => undefined);
+  await limits.terminate().catch(() => undefined);
   close(new Error('aborted past singleCommitMaxSeconds'));
 }
 

@@ -48,6 +48,8 @@ export async function claimInNewTransaction<TManager>(
   const run = (config: QueryConfig) => queryWithin(client, config, pool.timeoutMs);
   let outcome: ClaimOutcome | undefined;
   let inserts: boolean;
+  /** The transaction's backend (pid, start in µs), for its termination past the bound. */
+  let backend: [number, string] | undefined;
   try {
     const scope = [req.key, req.endpoint, req.userId, req.requestHash];
     const [begin, lock, lookup] = await pipelineWithin(
@@ -62,6 +64,7 @@ export async function claimInNewTransaction<TManager>(
     settledValue(begin);
     const locking = settledValue(lock).rows[0];
     if (locking?.read_only === true) throw readOnlyTransactionError();
+    if (locking?.pid != null) backend = [locking.pid as number, locking.xact_started as string];
     const row = {
       ...(settledValue(lookup).rows[0] as unknown as ExistingRow),
       locked: locking?.locked === true,
@@ -91,7 +94,7 @@ export async function claimInNewTransaction<TManager>(
     const transaction = singleCommitTransaction(deps.bind, client, {
       timeoutMs: pool.timeoutMs,
       maxSeconds: deps.maxSeconds,
-      terminate: (pid) => pool.query(bound(single.terminate, [pid])),
+      terminate: async () => backend && pool.query(bound(single.terminate, backend)),
       onEnd: freeSlot,
     });
     deps.opened(outcome.lease, transaction, inserts);

@@ -17,13 +17,17 @@ export function buildSingleCommitStatements(tableName: string) {
      * REPEATABLE READ or SERIALIZABLE this statement took the transaction's snapshot when it
      * started, before the lock, so the lookup may miss a commit of the last holder; the store
      * then probes the scope's unique index (`probe`). `read_only`: the record could not be
-     * written at the end, so the handler must not run.
+     * written at the end, so the handler must not run. `pid` and `xact_started` (the
+     * transaction's start, µs since the epoch) name the backend and this transaction on it, for
+     * `terminate`: behind a transaction pooler the client's `processID` is the pooler's, not the
+     * backend's, which stays the transaction's while it is open.
      */
     lock: {
       name: `idem_single_lock_${suffix}`,
       text: `SELECT pg_try_advisory_xact_lock($1) AS locked,
        current_setting('transaction_isolation') <> 'read committed' AS snapshot_held,
-       current_setting('transaction_read_only') = 'on' AS read_only`,
+       current_setting('transaction_read_only') = 'on' AS read_only,
+       pg_backend_pid() AS pid, (extract(epoch FROM now()) * 1000000)::int8 AS xact_started`,
     },
     /** Always one row: the committed row of the scope, if any (id NULL when none). */
     lookup: {
@@ -57,8 +61,15 @@ VALUES ($1, $2, $3, $4, $5, 'completed', $6, $7, $8, $9::jsonb, $10, clock_times
         clock_timestamp() + make_interval(secs => $11), $12, $13)
 ${COMPLETED_RETURNING}`,
     },
-    /** Ends the backend of a transaction aborted while running a statement: its locks go now. */
-    terminate: { text: `SELECT pg_terminate_backend($1)` },
+    /**
+     * Ends the backend of a transaction aborted while running a statement: its locks go now. Only
+     * while that transaction ($1, $2: `pid`, `xact_started` of `lock`) is still open on it: once
+     * it ended, a pooler may have handed the backend to another client, whose session must live.
+     */
+    terminate: {
+      text: `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+ WHERE pid = $1 AND (extract(epoch FROM xact_start) * 1000000)::int8 = $2`,
+    },
   };
 }
 
