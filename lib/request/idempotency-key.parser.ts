@@ -23,7 +23,7 @@ export function parseIdempotencyKey(
     }
   }
   if (value === undefined) return undefined;
-  const key = unquote(value.trim());
+  const key = unquote(trimOws(value));
   if (key.length === 0) throw new InvalidIdempotencyKeyError('The idempotency key is empty');
   if (key.length > MAX_KEY_LENGTH) {
     throw new InvalidIdempotencyKeyError(
@@ -31,6 +31,23 @@ export function parseIdempotencyKey(
     );
   }
   return key;
+}
+
+/**
+ * Strips HTTP optional whitespace (RFC 9110 OWS: SP and HTAB only). String.prototype.trim() would
+ * also strip U+00A0 and other Unicode spaces, which Node's parser lets through as obs-text bytes,
+ * so `<key>\xA0` would be taken as `<key>` instead of being refused as non-ASCII.
+ */
+function trimOws(value: string): string {
+  let start = 0;
+  let end = value.length;
+  while (start < end && isOws(value.charCodeAt(start))) start++;
+  while (end > start && isOws(value.charCodeAt(end - 1))) end--;
+  return value.slice(start, end);
+}
+
+function isOws(c: number): boolean {
+  return c === 0x20 || c === 0x09;
 }
 
 function unquote(value: string): string {

@@ -1,3 +1,8 @@
+/**
+ * The key header parser: which values name a key, which are refused (InvalidIdempotencyKeyError,
+ * answered 400 idempotency_key_invalid), and that only HTTP whitespace (SP, HTAB) is trimmed, so a
+ * key ending in 0xA0 (NBSP) is refused rather than taken as the key without it.
+ */
 import { describe, expect, it } from '@jest/globals';
 import {
   InvalidIdempotencyKeyError,
@@ -43,8 +48,20 @@ describe('parseIdempotencyKey', () => {
     ['text after the closing quote', '"abc"def'],
     ['a bad escape', '"a\\nb"'],
     ['non-ASCII inside quotes', '"clé"'],
+    // HTTP whitespace is SP and HTAB only; String.prototype.trim() also strips these.
+    ['ended by a no-break space (0xA0)', 'abc-123\u00a0'],
+    ['started by a no-break space (0xA0)', '\u00a0abc-123'],
+    ['a quoted key followed by a no-break space', '"abc"\u00a0'],
+    ['ended by another Unicode space (U+2003)', 'abc-123\u2003'],
+    ['ended by a BOM (U+FEFF)', 'abc-123\ufeff'],
+    ['ended by a line feed', 'abc-123\n'],
   ])('refuses a key that is %s', (_what, value) => {
     expect(() => parse(value)).toThrow(InvalidIdempotencyKeyError);
+  });
+
+  it('trims only spaces and horizontal tabs around the key', () => {
+    expect(parse('\t abc-123 \t')).toBe('abc-123');
+    expect(parse(' "abc" ')).toBe('abc');
   });
 
   it('accepts exactly 255 characters', () => {
