@@ -1,3 +1,8 @@
+/**
+ * holdResponse on real Node responses: what it stores (status, allow-listed headers, including
+ * those writeHead was given in any of Node's forms, and body), when the held bytes leave, and the
+ * replacement it sends instead.
+ */
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { createServer, request, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -172,6 +177,93 @@ describe('holdResponse on a real ServerResponse', () => {
     const got = await received;
     expect(got).toMatchObject({ status: 200, body: 'first' });
     expect(got.headers['x-filter']).toBeUndefined();
+  });
+
+  // writeHead's headers may be Node's flat [name, value, ...] array, or [name, value] pairs, as
+  // well as an object: each form is stored, and reaches the client as it was given.
+  it.each([
+    ['a flat array', ['Content-Type', 'application/json', 'X-Not-Allowed', '1']],
+    [
+      'an array of pairs',
+      [
+        ['Content-Type', 'application/json'],
+        ['X-Not-Allowed', '1'],
+      ],
+    ],
+    ['an object', { 'Content-Type': 'application/json', 'X-Not-Allowed': '1' }],
+  ])('stores the headers writeHead was given as %s', async (_form, headers) => {
+    const captured: WireResponse[] = [];
+    const { received } = await exchange((res) => {
+      holdResponse(res, allow, {
+        onEnd: async (wire) => void captured.push(wire),
+        onUncapturable: async () => undefined,
+      });
+      res.writeHead(201, headers as never);
+      res.end('{"id":1}');
+    });
+    expect(await received).toMatchObject({
+      status: 201,
+      body: '{"id":1}',
+      headers: { 'content-type': 'application/json', 'x-not-allowed': '1' },
+    });
+    expect(captured).toEqual([
+      {
+        statusCode: 201,
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.from('{"id":1}'),
+      },
+    ]);
+  });
+
+  it("passes writeHead's flat array on as an array, copied, once the response is stored", async () => {
+    const captured: WireResponse[] = [];
+    const passed: unknown[] = [];
+    const { received } = await exchange((res) => {
+      const writeHead = res.writeHead;
+      // Below the hold (as the prototype's own): what Node is finally given.
+      Object.setPrototypeOf(
+        res,
+        Object.create(Object.getPrototypeOf(res) as object, {
+          writeHead: {
+            value: function (this: ServerResponse, ...args: unknown[]) {
+              passed.push(args[1]);
+              return (writeHead as (...a: unknown[]) => unknown).apply(this, args);
+            },
+          },
+        }),
+      );
+      holdResponse(res, allow, {
+        onEnd: async (wire) => void captured.push(wire),
+        onUncapturable: async () => undefined,
+      });
+      const headers = ['Content-Type', 'text/plain'];
+      res.writeHead(200, headers);
+      headers[1] = 'text/html'; // changed after the call: neither stored nor sent
+      res.end('ok');
+    });
+    expect((await received).headers['content-type']).toBe('text/plain');
+    expect(captured[0].headers).toEqual({ 'content-type': 'text/plain' });
+    expect(passed).toEqual([['Content-Type', 'text/plain']]);
+  });
+
+  it("keeps writeHead's flat-array headers under a replacement sent instead", async () => {
+    const replacement: WireResponse = {
+      statusCode: 503,
+      headers: { 'content-type': 'application/problem+json' },
+      body: Buffer.from('{}'),
+    };
+    const { received } = await exchange((res) => {
+      holdResponse(res, allow, {
+        onEnd: async () => replacement,
+        onUncapturable: async () => undefined,
+      });
+      res.writeHead(201, ['Content-Type', 'application/json', 'X-Trace', 't1']);
+      res.end('{"id":1}');
+    });
+    expect(await received).toMatchObject({
+      status: 503,
+      headers: { 'content-type': 'application/problem+json', 'x-trace': 't1' },
+    });
   });
 
   it('gates a stream on onUncapturable (streamed): no byte leaves before it resolves, then all of it does', async () => {

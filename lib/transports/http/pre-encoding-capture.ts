@@ -2,7 +2,7 @@ import { Injectable, Logger, type OnModuleInit, Optional } from '@nestjs/common'
 import { HttpAdapterHost } from '@nestjs/core';
 import type { ServerResponse } from 'node:http';
 import type { WireResponse } from '../../execution/handler-outcome.js';
-import { headersArg, replayableHeaders } from './response-patch.js';
+import { headEntries, replayableHeaders } from './response-patch.js';
 
 /** Beside the response, not a new key on it (a slow-path store per request). */
 const slots = new WeakMap<ServerResponse, PreEncoding>();
@@ -70,10 +70,10 @@ export function beforeEncoding(
   head: unknown[] | undefined,
 ): WireResponse | undefined {
   if (slot.payload === undefined) return undefined;
-  const written = Object.entries(headersArg(head ?? []) ?? {});
-  const encoding =
-    written.find(([name]) => name.toLowerCase() === 'content-encoding')?.[1] ??
-    res.getHeader('content-encoding');
+  const written = headEntries(head ?? []).filter(
+    ([name]) => name.toLowerCase() === 'content-encoding',
+  );
+  const encoding = written[written.length - 1]?.[1] ?? res.getHeader('content-encoding');
   if (encoding === undefined || encoding === slot.encoding) return undefined;
   const { 'content-encoding': _encoded, ...kept } = wire.headers;
   if (slot.encoding !== undefined) kept['content-encoding'] = slot.encoding;

@@ -1,9 +1,10 @@
-import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { OutgoingHttpHeader, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { clientGone } from '../../request/http-adapter.utils.js';
 import type { HoldHooks, OutcomeCapture, WireResponse } from '../../execution/handler-outcome.js';
 import {
   BODY_HEADERS,
-  headersArg,
+  copyHeadArgs,
+  headEntries,
   patch,
   type Patched,
   replayableHeaders,
@@ -104,7 +105,7 @@ export function holdResponse(
       if (state === 'streaming') queued.push(['writeHead', args]);
       else if (state === 'open') {
         // A copy: Fastify passes its own headers object, which a later reply would mutate.
-        heldHead = args.map((a) => (a === headersArg(args) ? { ...(a as object) } : a));
+        heldHead = copyHeadArgs(args);
         if (typeof args[0] === 'number') res.statusCode = args[0];
       }
       return res;
@@ -172,8 +173,8 @@ function restoreSnapshot(
 }
 
 function mergeHead(res: ServerResponse, head: unknown[]): void {
-  for (const [name, value] of Object.entries(headersArg(head) ?? {})) {
-    if (value !== undefined) res.setHeader(name, value);
+  for (const [name, value] of headEntries(head)) {
+    if (value !== undefined) res.setHeader(name, value as OutgoingHttpHeader);
   }
 }
 
@@ -187,8 +188,8 @@ function capture(
   const { chunk, encoding } = splitEnd(endArgs);
   // getHeaders() returns a fresh object: no copy needed to add writeHead's headers to it.
   const all = res.getHeaders();
-  for (const [name, value] of Object.entries(headersArg(heldHead ?? []) ?? {})) {
-    all[name.toLowerCase()] = value;
+  for (const [name, value] of headEntries(heldHead ?? [])) {
+    all[name.toLowerCase()] = value as OutgoingHttpHeader | undefined;
   }
   const headers = replayableHeaders(all, allow);
   return { statusCode: res.statusCode, headers, body: toBuffer(chunk, encoding) };
