@@ -1,3 +1,7 @@
+/**
+ * silencePlatformReply: after a replay, what Nest calls to reply to the route's `undefined`
+ * (status, send, and a @Redirect() route's redirect) does nothing, on that response only.
+ */
 import { describe, expect, it } from '@jest/globals';
 import { silencePlatformReply } from '../../lib/transports/http/response-replay.js';
 
@@ -10,6 +14,10 @@ class PlatformReply {
   }
   send(body: unknown) {
     this.sent.push(body);
+    return this;
+  }
+  redirect(...args: unknown[]) {
+    this.sent.push(['redirect', ...args]);
     return this;
   }
 }
@@ -26,6 +34,31 @@ describe('silencePlatformReply', () => {
     expect(replayed).toBeInstanceOf(PlatformReply);
     other.status(201).send('body');
     expect(other.sent).toEqual([201, 'body']);
+  });
+
+  it("turns a @Redirect() route's redirect into a no-op too (Express: redirect(status, url); Fastify: status(code).redirect(url))", () => {
+    const replayed = new PlatformReply();
+    const other = new PlatformReply();
+    silencePlatformReply(replayed);
+    expect(replayed.redirect(303, '/late')).toBe(replayed);
+    expect(replayed.status(303).redirect('/late')).toBe(replayed);
+    expect(replayed.sent).toEqual([]);
+    expect(Object.hasOwn(replayed, 'redirect')).toBe(false);
+    other.redirect(303, '/next');
+    expect(other.sent).toEqual([['redirect', 303, '/next']]);
+  });
+
+  it('silences a response whose redirect alone is its own property', () => {
+    const res = new PlatformReply();
+    const calls: unknown[] = [];
+    res.redirect = (...args: unknown[]) => {
+      calls.push(args);
+      return res;
+    };
+    silencePlatformReply(res);
+    res.status(302).redirect('/late');
+    res.send('late');
+    expect([calls, res.sent]).toEqual([[], []]);
   });
 
   it('silences a response whose send is its own property (a middleware replaced it)', () => {

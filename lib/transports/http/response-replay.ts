@@ -46,22 +46,34 @@ function returnThis(this: unknown): unknown {
   return this;
 }
 
-/** Per prototype (Express's app.response, Fastify's Reply): its child whose status/send do nothing. */
+/**
+ * What Nest calls on the platform's response to reply to the route's `undefined`: `status` and
+ * `send`, and for a `@Redirect()` route `redirect` (Express's `res.redirect(status, url)`, which
+ * sets `Location` on the ended response and throws ERR_HTTP_HEADERS_SENT; Fastify's
+ * `reply.status(code).redirect(url)`).
+ */
+const PLATFORM_REPLY = ['status', 'send', 'redirect'] as const;
+
+function noOps(): Record<string, typeof returnThis> {
+  return Object.fromEntries(PLATFORM_REPLY.map((name) => [name, returnThis]));
+}
+
+/** Per prototype (Express's app.response, Fastify's Reply): its child whose reply methods do nothing. */
 const silenced = new WeakMap<object, object>();
 
 /**
  * After a replay was written: Nest still replies to the `undefined` the route returned
- * (`status(code)` then `send()` on Express and Fastify). Both become no-ops on this response
- * only, so the status seen by `finish` listeners (access logs) stays the replayed one, and
- * Fastify does not build an "already sent" error per replay.
+ * (`status(code)` then `send()`, or `redirect()` for a `@Redirect()` route, on Express and
+ * Fastify). They become no-ops on this response only, so the status seen by `finish` listeners
+ * (access logs) stays the replayed one, nothing is set on the ended response, and Fastify does
+ * not build an "already sent" error per replay.
  */
 export function silencePlatformReply(res: PlatformResponse): void {
-  if (Object.hasOwn(res, 'status') || Object.hasOwn(res, 'send')) {
-    res.status = returnThis;
-    res.send = returnThis;
+  if (PLATFORM_REPLY.some((name) => Object.hasOwn(res, name))) {
+    Object.assign(res, noOps());
     return;
   }
-  shadowPrototype(res as object, silenced, () => ({ status: returnThis, send: returnThis }));
+  shadowPrototype(res as object, silenced, noOps);
 }
 
 /**
