@@ -10,7 +10,7 @@ export type Completing = Omit<Completion, 'ttlSeconds'>;
 /**
  * What is stored of an outcome: all of it when it fits `maxResponseBytes`, only its status and
  * SHA-256 on a `storeResponse: 'digest'` route. `body()` is what `transactionId()` derives from:
- * the parsed JSON when it is JSON, else the text; parsed only when asked (most routes derive none).
+ * the parsed JSON when it is JSON (stored or not), else the text; parsed only when asked.
  */
 export function completionOf(
   wire: WireResponse,
@@ -19,8 +19,9 @@ export function completionOf(
 ): { completing: Omit<Completing, 'transactionId'>; storable: boolean; body: () => unknown } {
   const digestOnly = storeResponse === 'digest';
   const storable = !digestOnly && wire.body.length <= maxResponseBytes;
+  // Also a body too large to store: the client got it, and its id belongs in the record.
   const body = () => {
-    const json = storable || digestOnly ? jsonBody(wire) : undefined;
+    const json = jsonBody(wire);
     return json ? json.value : wire.body.toString('utf8');
   };
   return {
