@@ -34,13 +34,4 @@ describe('scopeLockKey', () => {
     expect(scopeLockKey('other_keys', scope)).not.toBe(key.toString());
     expect(new Set(scopes.map((s) => scopeLockKey('t', s))).size).toBe(scopes.length);
   });
-
-  it("is the same for a table with and without `public.`, and another schema's differs", () => {
-    const scope = scopes[1];
-    const key = scopeLockKey('idempotency_keys', scope);
-    expect(scopeLockKey('public.idempotency_keys', scope)).toBe(key);
-    expect(scopeLockKey('billing.idempotency_keys', scope)).not.toBe(key);
-    // Each part of a name is quoted: "Public" is another schema.
-    expect(scopeLockKey('Public.idempotency_keys', scope)).not.toBe(key);
-  });
 });

@@ -2,7 +2,6 @@ import { CLEANUP_RUNS_MIN_RETENTION_SECONDS } from '../../idempotency.defaults.j
 import type { CleanupResult } from '../../interfaces/idempotency-store.interface.js';
 import type { IdempotencyStatements } from './idempotency.sql.js';
 import { type DeadlinePool, queryWithin } from './pg-deadline.js';
-import { lockTableName } from './table-names.js';
 
 /**
  * Deletes expired records, archived records, replay and refusal rows in bounded batches (each
@@ -18,7 +17,7 @@ export async function runCleanup(
   tableName: string,
   options: { batchSize: number; retentionSeconds: number },
 ): Promise<CleanupResult> {
-  const lockName = `nestjs-pg-idempotency:cleanup:${lockTableName(tableName)}`;
+  const lockName = `nestjs-pg-idempotency:cleanup:${tableName}`;
   const client = await pool.connect();
   const run = (text: string, values: unknown[]) =>
     queryWithin(client, { text, values }, pool.timeoutMs);

@@ -13,19 +13,6 @@ export function quoteTable(tableName: string): string {
 }
 
 /**
- * The records table's name as the advisory locks (a scope's, the cleanup's) are keyed by:
- * `public.` dropped, so instances that spell the default schema's table with and without it
- * exclude each other. An unqualified name is kept as it is (the default `idempotency_keys` keys
- * the locks of every earlier release, which a rolling deploy runs beside this one); a table in
- * another schema must be spelled the same way by every instance (`search_path` decides what an
- * unqualified name is, so it is never read as `public.`). Names are plain identifiers
- * (`quoteTable`), so there are no quotes to drop; their case is kept (each part is quoted).
- */
-export function lockTableName(tableName: string): string {
-  return tableName.startsWith('public.') ? tableName.slice('public.'.length) : tableName;
-}
-
-/**
  * Every name derived from the records table, and the columns the store's statements use: the
  * one place the library (statements, schema check) and the migrations take them from.
  */
