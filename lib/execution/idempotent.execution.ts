@@ -123,9 +123,11 @@ export class IdempotentExecution implements UnansweredRun {
         this.context.manager = this.claimTransaction.manager;
       } else if (this.route.transactional) {
         this.transaction = openTransaction(this.store, this.lease, async (tx) => {
-          if (await this.store.lockInTransaction?.(this.lease, tx)) {
-            await this.heartbeat.halt();
-          }
+          if (!this.store.lockInTransaction) return;
+          // Halted first: a renewal sent after the lock would wait on it until its deadline.
+          await this.heartbeat.halt();
+          const locked = await this.store.lockInTransaction(this.lease, tx);
+          if (!locked && !this.done) this.heartbeat.resume();
         });
         this.context.manager = this.transaction.manager;
       }
@@ -369,7 +371,7 @@ export class IdempotentExecution implements UnansweredRun {
   tick(): void {
     this.silent = this.callerGone?.() ? this.silent + 1 : 0;
     if (this.silent === 0) return;
-    if (this.heartbeat.expired) return this.concludeIfGone();
+    if (this.heartbeat.expired || this.abortedBy) return this.concludeIfGone();
     if (this.route.ownsResponse) return;
     const idling =
       this.transaction?.active && performance.now() - this.waitingSince >= IDLE_TRANSACTION_WAIT_MS;
@@ -380,6 +382,12 @@ export class IdempotentExecution implements UnansweredRun {
   concludeIfGone(): void {
     if (this.done || !this.callerGone?.()) return;
     this.inFlight.unanswered.delete(this);
+    // Single-commit, its transaction ended by the store: nothing of it was committed.
+    if (this.abortedBy) {
+      this.settle();
+      void this.rolledBack(this.abortedBy).catch(() => undefined);
+      return;
+    }
     this.logger.warn?.(
       `${this.describe()}: its caller left; its handler returned, nothing was written`,
     );

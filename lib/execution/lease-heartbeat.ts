@@ -27,8 +27,17 @@ export class LeaseHeartbeat {
 
   start(): void {
     // Monotonic: a wall clock stepped forward must not end the renewals of a running handler.
-    const stopAt = performance.now() + this.options.maxHoldSeconds * 1000;
-    this.stopAt = stopAt;
+    this.stopAt = performance.now() + this.options.maxHoldSeconds * 1000;
+    this.renewEvery();
+  }
+
+  /** Renews again after `halt()`, until the same `maxHoldSeconds` as before. */
+  resume(): void {
+    if (this.timer === undefined && this.stopAt !== undefined && !this.expired) this.renewEvery();
+  }
+
+  private renewEvery(): void {
+    const stopAt = this.stopAt as number;
     this.timer = setInterval(
       () => {
         if (performance.now() >= stopAt) {

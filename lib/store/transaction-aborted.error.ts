@@ -13,7 +13,17 @@ export class TransactionAbortedError extends Error {
 export function transactionAborted(err: unknown): TransactionAbortedError | undefined {
   for (let e = err, depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
     if (e instanceof TransactionAbortedError) return e;
-    const wrapper = e as { driverError?: unknown; cause?: unknown };
+    const wrapper = e as {
+      driverError?: unknown;
+      cause?: unknown;
+      detail?: unknown;
+      message?: unknown;
+    };
+    // Copied rather than wrapped (MikroORM's DriverException takes the original's own properties).
+    const { detail, message } = wrapper;
+    if (typeof detail === 'string' && message === `nestjs-pg-idempotency: ${detail}`) {
+      return new TransactionAbortedError(detail);
+    }
     e = wrapper.driverError ?? wrapper.cause;
   }
   return undefined;

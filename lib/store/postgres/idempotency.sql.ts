@@ -141,9 +141,9 @@ UPDATE ${t} k
 ${COMPLETED_RETURNING}`,
     },
     /**
-     * First statement of a transactional handler's transaction under REPEATABLE READ or
-     * SERIALIZABLE: the row lock keeps the claim alive instead of lease renewals, whose updates
-     * would make the completion fail with a serialization error.
+     * First statement of a transactional handler's transaction: the row lock keeps the claim
+     * alive instead of lease renewals, which need another connection of the pool, and whose
+     * updates would make the completion fail with a serialization error under REPEATABLE READ.
      */
     lockClaim: {
       name: `idem_lock_${suffix}`,

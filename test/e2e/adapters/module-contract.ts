@@ -75,17 +75,18 @@ export function describeModuleContract<M>(tool: string, t: ToolInModule<M>): voi
       });
     });
 
-    it('/tx costs what plain pg costs: 5 statements, the tool adding none', async () => {
+    it('/tx costs what plain pg costs: 6 statements, the tool adding none', async () => {
       const first = await send(app.url, '/tx', { key: randomUUID(), body: { id: randomUUID() } });
       expect(first.status).toBe(201);
-      // The store reads the isolation level once, in its first transaction: not per request.
-      const sent = app.sent.filter((s) => !s.includes("current_setting('transaction_isolation')"));
-      expect(sent).toHaveLength(5);
+      const { sent } = app;
+      expect(sent).toHaveLength(6);
       expect(sent[0]).toMatch(/^WITH lock AS \(SELECT pg_try_advisory_xact_lock/);
       expect(sent[1]).toBe('BEGIN');
-      expect(sent[2]).toMatch(NOTE_INSERT);
-      expect(sent[3]).toMatch(/^UPDATE "idempotency_keys"\s+SET status = 'completed'/);
-      expect(sent[4]).toBe('COMMIT');
+      // The claim row, locked in the transaction: it holds the claim instead of renewals.
+      expect(sent[2]).toMatch(/^SELECT id FROM "idempotency_keys" WHERE .* FOR UPDATE$/s);
+      expect(sent[3]).toMatch(NOTE_INSERT);
+      expect(sent[4]).toMatch(/^UPDATE "idempotency_keys"\s+SET status = 'completed'/);
+      expect(sent[5]).toBe('COMMIT');
     });
 
     it("'single' costs what plain pg costs: 6 statements in 3 round trips", async () => {
