@@ -40,6 +40,7 @@ export class IdempotencyShutdown implements BeforeApplicationShutdown, OnApplica
   async onApplicationShutdown(): Promise<void> {
     await this.drain();
     await abandonRetries(this.store);
+    await this.store.close?.();
     // Nest lets an app shut down again once a shutdown settled: this module lets go once.
     if (this.closed) return;
     this.closed = true;

@@ -254,6 +254,12 @@ export interface IdempotencyStore<TManager = unknown> {
    */
   renew(lease: Lease, leaseSeconds: number): Promise<boolean>;
   /**
+   * Ends what the store opened for itself (the PostgreSQL store's lease-renewal connection: a
+   * renewal must not wait behind the app's use of its own connections), at shutdown once no run
+   * is in flight. Optional.
+   */
+  close?(): Promise<void>;
+  /**
    * Deletes records past `expiresAt` + `retentionSeconds` (never a claim whose lease runs), in
    * batches, one instance at a time (`ran: false` when another holds the cleanup).
    */

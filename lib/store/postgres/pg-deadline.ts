@@ -125,6 +125,15 @@ function guarded(client: PoolClient): PoolClient {
  * A prepared statement with its values, in one object shape for every statement: a spread
  * (`{ ...statement, values }`) of the statements' differing shapes took V8's slow copy path.
  */
+/** `promise`, or a rejection once `ms` passed without it settling. */
+export function withinMs<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no connection within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 export function bound(statement: { name?: string; text: string }, values: unknown[]): QueryConfig {
   return { name: statement.name, text: statement.text, values };
 }

@@ -45,6 +45,7 @@ import { bound, DeadlinePool, type QueryConfig, type QueryResult } from './pg-de
 import { poolMax } from './single-commit-slots.js';
 import { buildRecoveryPointStatements } from './recovery-points.sql.js';
 import { PostgresRecoveryPoints } from './postgres-recovery-points.js';
+import { LeaseConnection } from './lease-connection.js';
 
 /** Options of `new PostgresIdempotencyStore(pool, tableName, options)`. */
 export interface PostgresIdempotencyStoreOptions<TManager> {
@@ -94,6 +95,7 @@ export class PostgresIdempotencyStore<
   private readonly server: ServerIdentityWatch;
   private readonly steps: PostgresRecoveryPoints;
   private readonly statements: ClaimStatements;
+  private readonly leases: LeaseConnection;
   /** The DataSource the store was built on; undefined on a pool. */
   readonly dataSource: DataSource | undefined;
 
@@ -129,6 +131,10 @@ export class PostgresIdempotencyStore<
     this.singleCommitMaxSeconds =
       options.singleCommitMaxSeconds ?? IDEMPOTENCY_DEFAULTS.singleCommitMaxSeconds;
     this.slots = new SingleCommitSlots(this.source, this.pool.timeoutMs);
+    this.leases = new LeaseConnection(
+      () => this.source() as Partial<ClientFactory> | undefined,
+      timeoutMs,
+    );
     this.statements = { pool: this.pool, sql: this.sql, tableName, codec: this.codec };
     const steps = buildRecoveryPointStatements(tableName);
     this.steps = new PostgresRecoveryPoints(
@@ -345,11 +351,18 @@ export class PostgresIdempotencyStore<
     return rowCount === 1;
   }
 
+  /** On the store's own connection when it can open one (see `LeaseConnection`). */
   async renew(lease: Lease, leaseSeconds: number): Promise<boolean> {
-    const { rowCount } = await retryingSerialization(() =>
-      this.pool.query(bound(this.sql.renew, [lease.id, lease.token, leaseSeconds])),
+    const config = bound(this.sql.renew, [lease.id, lease.token, leaseSeconds]);
+    const { rowCount } = await retryingSerialization(
+      () => this.leases.query(config) ?? this.pool.query(config),
     );
     return rowCount === 1;
+  }
+
+  /** Ends the connection it renews leases on (the app's pool is the app's to end). */
+  close(): Promise<void> {
+    return this.leases.close();
   }
 
   cleanup(options: { batchSize: number; retentionSeconds: number }): Promise<CleanupResult> {

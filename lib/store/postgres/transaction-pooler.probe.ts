@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type Queryable, queryWithin } from './pg-deadline.js';
+import { type Queryable, queryWithin, withinMs } from './pg-deadline.js';
 
 /** pg's Pool as far as the probe needs it: its client class and connection options. */
 export interface ClientFactory {
@@ -51,12 +51,4 @@ export async function probeTransactionPooler(
     // Ended, not pooled: what they prepared goes with them.
     await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
   }
-}
-
-function withinMs<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no connection within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
