@@ -26,21 +26,27 @@ export class LeaseConnection {
     private readonly timeoutMs: number,
   ) {}
 
-  /** Undefined when the pool cannot make a connection: the caller sends it on the pool. */
-  query(config: QueryConfig): Promise<QueryResult> | undefined {
+  /** On the pool (`onPool`) when the pool cannot make a connection, or the connection cannot open. */
+  query(config: QueryConfig, onPool: () => Promise<QueryResult>): Promise<QueryResult> {
     const factory = this.factory();
-    if (this.closed || typeof factory?.Client !== 'function' || !factory.options) return undefined;
-    return this.run(factory as ClientFactory, config);
+    if (this.closed || typeof factory?.Client !== 'function' || !factory.options) return onPool();
+    return this.run(factory as ClientFactory, config, onPool);
   }
 
-  private async run(factory: ClientFactory, config: QueryConfig): Promise<QueryResult> {
+  private async run(
+    factory: ClientFactory,
+    config: QueryConfig,
+    onPool: () => Promise<QueryResult>,
+  ): Promise<QueryResult> {
     const opening = (this.client ??= this.open(factory));
     let client: Client;
     try {
       client = await opening;
-    } catch (err) {
+    } catch {
+      // Refused (a server or role sized for the app's pool, PgBouncer's max_client_conn) or not
+      // answering: the pool may still have a connection for it, as before this connection existed.
       if (this.client === opening) this.client = undefined;
-      throw err;
+      return onPool();
     }
     try {
       return await queryWithin(client, config, this.timeoutMs);
@@ -56,7 +62,14 @@ export class LeaseConnection {
   private open(factory: ClientFactory): Promise<Client> {
     const client = new factory.Client(factory.options) as Client;
     const opening = withinMs(client.connect(), this.timeoutMs).then(
-      () => client,
+      () => {
+        // Not what keeps a process up (a pending renewal's deadline timer does): an app that ends
+        // its pool without closing the store exits as before, not a minute later.
+        (client as { unref?(): void }).unref?.();
+        // What the app's pool does to each new connection (its 'connect' hook: search_path, role).
+        (factory as { emit?(event: string, client: unknown): unknown }).emit?.('connect', client);
+        return client;
+      },
       (err: unknown) => {
         void client.end().catch(() => undefined);
         throw err;

@@ -354,8 +354,8 @@ export class PostgresIdempotencyStore<
   /** On the store's own connection when it can open one (see `LeaseConnection`). */
   async renew(lease: Lease, leaseSeconds: number): Promise<boolean> {
     const config = bound(this.sql.renew, [lease.id, lease.token, leaseSeconds]);
-    const { rowCount } = await retryingSerialization(
-      () => this.leases.query(config) ?? this.pool.query(config),
+    const { rowCount } = await retryingSerialization(() =>
+      this.leases.query(config, () => this.pool.query(config)),
     );
     return rowCount === 1;
   }
