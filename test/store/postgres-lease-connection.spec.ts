@@ -1,6 +1,7 @@
 /**
  * The PostgreSQL store renews leases on a connection of its own: not one of the app's pool,
- * reopened when it was lost, ended by `close()`; a pool that cannot open one renews through itself.
+ * reopened when it was lost, ended by `close()`, keeping no process up, set up by the pool's
+ * 'connect' hook; a pool that cannot open one renews through itself (attack-79, attack-80).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
@@ -83,6 +84,45 @@ describe('PostgresIdempotencyStore lease renewals', () => {
       const before = connects;
       expect(await store.renew(lease, 5)).toBe(true);
       expect(connects).toBe(before + 1);
+    } finally {
+      await store.close();
+      await pool.end();
+    }
+  });
+
+  it('open no handle that holds the process up', async () => {
+    const sockets = () =>
+      process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length;
+    const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    const store = new PostgresIdempotencyStore<unknown>(pool, 'idempotency_keys');
+    try {
+      const lease = await claimed(store);
+      const before = sockets();
+      const renewed = await store.renew(lease, 5);
+      // Its connection is open (unref'ed: an app that ends its pool without closing exits).
+      expect({ renewed, added: sockets() - before }).toEqual({ renewed: true, added: 0 });
+    } finally {
+      await store.close();
+      await pool.end();
+    }
+  });
+
+  it("run the pool's connect hook on their connection (a search_path set there)", async () => {
+    await db.dataSource.query('CREATE SCHEMA app');
+    await db.dataSource.query(
+      'CREATE TABLE app.idempotency_keys (LIKE idempotency_keys INCLUDING ALL)',
+    );
+    const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    pool.on('connect', (client) => void client.query('SET search_path TO app'));
+    const store = new PostgresIdempotencyStore<unknown>(pool, 'idempotency_keys');
+    try {
+      const lease = await claimed(store);
+      const renewed = await store.renew(lease, 5).then(String, (err: Error) => err.message);
+      const [row] = await db.dataSource.query(
+        'SELECT count(*)::int AS n FROM app.idempotency_keys WHERE id = $1',
+        [lease.id],
+      );
+      expect({ renewed, inApp: row.n }).toEqual({ renewed: 'true', inApp: 1 });
     } finally {
       await store.close();
       await pool.end();

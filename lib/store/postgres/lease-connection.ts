@@ -14,12 +14,16 @@ const IDLE_END_MS = 60_000;
  * queries) let the lease run out while its handler still ran, and another instance took the key
  * over and ran it again. Opened at the first renewal, so an app whose handlers end within a
  * third of the lease never opens it; reopened after a failure; ended when idle or at shutdown.
- * A pool that cannot make a connection of its own (not a `pg.Pool`) renews through itself.
+ * The pool's 'connect' hook runs on it (a search_path or role set there). A pool that cannot make
+ * a connection of its own (not a `pg.Pool`), or one the server refuses (a server, role or
+ * PgBouncer sized for the app's pools alone), renews through the pool as before.
  */
 export class LeaseConnection {
   private client: Promise<Client> | undefined;
   private idle: NodeJS.Timeout | undefined;
   private closed = false;
+  /** Renewals sent on it and not yet answered: the idle end waits for them. */
+  private busy = 0;
 
   constructor(
     private readonly factory: () => Partial<ClientFactory> | undefined,
@@ -48,6 +52,7 @@ export class LeaseConnection {
       if (this.client === opening) this.client = undefined;
       return onPool();
     }
+    this.busy++;
     try {
       return await queryWithin(client, config, this.timeoutMs);
     } catch (err) {
@@ -55,6 +60,7 @@ export class LeaseConnection {
       void this.drop(opening);
       throw err;
     } finally {
+      this.busy--;
       this.idleEnd(opening);
     }
   }
@@ -82,7 +88,9 @@ export class LeaseConnection {
   private idleEnd(opening: Promise<Client>): void {
     if (this.client !== opening) return;
     clearTimeout(this.idle);
-    this.idle = setTimeout(() => void this.drop(opening), IDLE_END_MS);
+    this.idle = setTimeout(() => {
+      if (this.busy === 0) void this.drop(opening);
+    }, IDLE_END_MS);
     this.idle.unref();
   }
 

@@ -121,10 +121,6 @@ function guarded(client: PoolClient): PoolClient {
   return client;
 }
 
-/**
- * A prepared statement with its values, in one object shape for every statement: a spread
- * (`{ ...statement, values }`) of the statements' differing shapes took V8's slow copy path.
- */
 /** `promise`, or a rejection once `ms` passed without it settling. */
 export function withinMs<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -134,6 +130,10 @@ export function withinMs<T>(promise: Promise<T>, ms: number): Promise<T> {
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * A prepared statement with its values, in one object shape for every statement: a spread
+ * (`{ ...statement, values }`) of the statements' differing shapes took V8's slow copy path.
+ */
 export function bound(statement: { name?: string; text: string }, values: unknown[]): QueryConfig {
   return { name: statement.name, text: statement.text, values };
 }
