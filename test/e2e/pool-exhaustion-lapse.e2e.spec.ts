@@ -8,7 +8,8 @@
  * attack-79: the fix above (a transactional run locks its claim row and stops renewing) left every
  * other run on that pool renewing through it: a plain run, and a transactional one before its first
  * query (a processor called first, as docs/transactional-modes.md advises). Their leases lapsed
- * the same way. Renewals now go on a connection of the store's own, ended with the app.
+ * the same way. A renewal now goes on a connection of the store's own when the pool has none
+ * to spare, ended with the app.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Body, Controller, Module, Post } from '@nestjs/common';

@@ -1,9 +1,7 @@
 /**
- * attack-80: the lease connection is one connection more than the app's pool. A server (or a
- * role, or PgBouncer's max_client_conn) sized for the app's pools refuses it, and the renewal does
- * not fall back to the pool, though the pool has idle connections: every renewal fails, the lease
- * lapses while the handler runs, and another instance takes the key over (a second charge).
- * Before a069240 the renewal went through the pool and succeeded.
+ * A server (or a role, or PgBouncer's max_client_conn) sized for the app's pools alone: renewals
+ * keep working on the pool's idle connections, and never need the store's own connection, which
+ * the server would refuse (attack-80: with renewals always on it, every one failed).
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';

@@ -1,7 +1,8 @@
 /**
- * The PostgreSQL store renews leases on a connection of its own: not one of the app's pool,
- * reopened when it was lost, ended by `close()`, keeping no process up, set up by the pool's
- * 'connect' hook; a pool that cannot open one renews through itself (attack-79, attack-80).
+ * The PostgreSQL store renews a lease on the app's pool while it has a connection to spare, and
+ * otherwise on a connection of its own (attack-79): set up by the pool's hooks, reopened once
+ * lost, ended by `close()` (and opened again by a later renewal), keeping no process up; a pool
+ * that cannot open one renews through itself (attack-80, attack-81).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
@@ -24,6 +25,17 @@ const backends = async (name: string): Promise<number[]> =>
     )
   ).map((r: { pid: number }) => r.pid);
 
+/** Takes every connection of `pool` (max 1 or 2) until the returned function gives them back. */
+async function holdAll(pool: pg.Pool): Promise<{ pids: number[]; release(): void }> {
+  const clients = await Promise.all(
+    Array.from({ length: pool.options.max ?? 1 }, () => pool.connect()),
+  );
+  const pids = await Promise.all(
+    clients.map(async (c) => (await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid),
+  );
+  return { pids, release: () => clients.forEach((c) => c.release()) };
+}
+
 async function claimed(store: PostgresIdempotencyStore<unknown>) {
   const scope = { key: randomUUID(), endpoint: 'POST /charges', userId: '' };
   const claim = await store.claim({
@@ -37,7 +49,7 @@ async function claimed(store: PostgresIdempotencyStore<unknown>) {
 }
 
 describe('PostgresIdempotencyStore lease renewals', () => {
-  it('renew on their own connection while the pool is held, reopen it once lost, end it on close', async () => {
+  it('go on the pool while it has room, on their own connection while it is held; reopened once lost, ended on close', async () => {
     const name = `lease-${randomUUID().slice(0, 8)}`;
     const pool = new pg.Pool({ connectionString: db.url, max: 1, application_name: name });
     const store = new PostgresIdempotencyStore<unknown>(pool, 'idempotency_keys', {
@@ -45,12 +57,13 @@ describe('PostgresIdempotencyStore lease renewals', () => {
     });
     try {
       const lease = await claimed(store);
-      const held = await pool.connect();
-      const [{ pid: heldPid }] = (await held.query('SELECT pg_backend_pid() AS pid')).rows;
+      const withRoom = await store.renew(lease, 5);
+      const onPoolOnly = (await backends(name)).length;
+      const held = await holdAll(pool);
       let renewals: boolean[];
       try {
         renewals = [await store.renew(lease, 5)];
-        const [own] = (await backends(name)).filter((pid) => pid !== heldPid);
+        const [own] = (await backends(name)).filter((pid) => !held.pids.includes(pid));
         await db.dataSource.query('SELECT pg_terminate_backend($1)', [own]);
         // The lost connection fails at most the renewal that meets it; the next one reopens.
         const afterLoss = await store.renew(lease, 5).catch(() => store.renew(lease, 5));
@@ -61,7 +74,9 @@ describe('PostgresIdempotencyStore lease renewals', () => {
       const open = (await backends(name)).length;
       await store.close();
       const afterClose = (await backends(name)).length;
-      expect({ renewals, open, afterClose }).toEqual({
+      expect({ withRoom, onPoolOnly, renewals, open, afterClose }).toEqual({
+        withRoom: true,
+        onPoolOnly: 1,
         renewals: [true, true],
         open: 2,
         afterClose: 1,
@@ -90,42 +105,82 @@ describe('PostgresIdempotencyStore lease renewals', () => {
     }
   });
 
-  it('open no handle that holds the process up', async () => {
+  it('open no handle that holds the process up, and open again after close', async () => {
     const sockets = () =>
       process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length;
-    const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    const name = `lease-${randomUUID().slice(0, 8)}`;
+    const pool = new pg.Pool({ connectionString: db.url, max: 1, application_name: name });
     const store = new PostgresIdempotencyStore<unknown>(pool, 'idempotency_keys');
     try {
       const lease = await claimed(store);
-      const before = sockets();
-      const renewed = await store.renew(lease, 5);
-      // Its connection is open (unref'ed: an app that ends its pool without closing exits).
-      expect({ renewed, added: sockets() - before }).toEqual({ renewed: true, added: 0 });
+      const held = await holdAll(pool);
+      try {
+        const before = sockets();
+        const renewed = await store.renew(lease, 5);
+        const added = sockets() - before;
+        // Another app sharing the store closed it: its renewals still keep off the held pool.
+        await store.close();
+        const again = await store.renew(lease, 5);
+        const open = (await backends(name)).length;
+        expect({ renewed, added, again, open }).toEqual({
+          renewed: true,
+          added: 0,
+          again: true,
+          open: 2,
+        });
+      } finally {
+        held.release();
+      }
     } finally {
       await store.close();
       await pool.end();
     }
   });
 
-  it("run the pool's connect hook on their connection (a search_path set there)", async () => {
-    await db.dataSource.query('CREATE SCHEMA app');
-    await db.dataSource.query(
-      'CREATE TABLE app.idempotency_keys (LIKE idempotency_keys INCLUDING ALL)',
-    );
-    const pool = new pg.Pool({ connectionString: db.url, max: 2 });
-    pool.on('connect', (client) => void client.query('SET search_path TO app'));
-    const store = new PostgresIdempotencyStore<unknown>(pool, 'idempotency_keys');
-    try {
-      const lease = await claimed(store);
-      const renewed = await store.renew(lease, 5).then(String, (err: Error) => err.message);
-      const [row] = await db.dataSource.query(
-        'SELECT count(*)::int AS n FROM app.idempotency_keys WHERE id = $1',
-        [lease.id],
+  describe("in the schema the pool's hook sets, with a table of the same name in public", () => {
+    beforeAll(async () => {
+      await db.dataSource.query('CREATE SCHEMA app');
+      await db.dataSource.query(
+        'CREATE TABLE app.idempotency_keys (LIKE idempotency_keys INCLUDING ALL)',
       );
-      expect({ renewed, inApp: row.n }).toEqual({ renewed: 'true', inApp: 1 });
-    } finally {
-      await store.close();
-      await pool.end();
-    }
+    });
+    const setPath = (client: pg.PoolClient) => client.query('SET search_path TO app');
+    const hooks: [string, (pool: pg.Pool) => void, pg.PoolConfig][] = [
+      ["the pool's 'connect' event", (pool) => pool.on('connect', (c) => void setPath(c)), {}],
+      ['onConnect', () => undefined, { onConnect: setPath } as unknown as pg.PoolConfig],
+      [
+        'verify',
+        () => undefined,
+        {
+          verify: (c: pg.PoolClient, done: (err?: Error) => void) =>
+            void setPath(c).then(() => done(), done),
+        } as pg.PoolConfig,
+      ],
+    ];
+    it.each(hooks)('renew through %s', async (_hook, listen, config) => {
+      const pool = new pg.Pool({ connectionString: db.url, max: 1, ...config });
+      listen(pool);
+      const store = new PostgresIdempotencyStore<unknown>(pool, 'idempotency_keys', {
+        statementTimeoutMs: 1_000,
+      });
+      try {
+        const lease = await claimed(store);
+        const held = await holdAll(pool);
+        let renewed: string;
+        try {
+          renewed = await store.renew(lease, 5).then(String, (err: Error) => err.message);
+        } finally {
+          held.release();
+        }
+        const [row] = await db.dataSource.query(
+          'SELECT count(*)::int AS n FROM app.idempotency_keys WHERE id = $1',
+          [lease.id],
+        );
+        expect({ renewed, inApp: row.n }).toEqual({ renewed: 'true', inApp: 1 });
+      } finally {
+        await store.close();
+        await pool.end();
+      }
+    });
   });
 });

@@ -3,25 +3,32 @@ import type { ClientFactory } from './transaction-pooler.probe.js';
 
 type Client = InstanceType<ClientFactory['Client']> & {
   on(event: 'error', listener: (err: Error) => void): unknown;
+  unref?(): void;
+  connection?: { stream?: { destroy?(): void } };
 };
+
+/** What pg-pool does to each new connection before handing it out (search_path, role). */
+interface PoolHooks {
+  onConnect?: (client: Client) => unknown;
+  verify?: (client: Client, done: (err?: Error) => void) => void;
+}
 
 /** Ended after this long without a renewal (renewals come every third of a lease). */
 const IDLE_END_MS = 60_000;
 
 /**
- * Lease renewals on a connection of the store's own, not the app's pool: a renewal queued
- * behind handlers that hold every pooled connection (transactional ones, or the app's own
- * queries) let the lease run out while its handler still ran, and another instance took the key
- * over and ran it again. Opened at the first renewal, so an app whose handlers end within a
- * third of the lease never opens it; reopened after a failure; ended when idle or at shutdown.
- * The pool's 'connect' hook runs on it (a search_path or role set there). A pool that cannot make
- * a connection of its own (not a `pg.Pool`), or one the server refuses (a server, role or
- * PgBouncer sized for the app's pools alone), renews through the pool as before.
+ * Where a lease renewal goes when the app's pool has no connection to spare: handlers holding
+ * every pooled connection (transactional ones, or the app's own queries) made renewals wait past
+ * their deadline, the lease ran out while its handler still ran, and another instance took the
+ * key over and ran it again (attack-79). A connection of the store's own, made like the pool's
+ * (its options, then its `onConnect`, `verify` and 'connect' hooks), opened only then, reopened
+ * after a failure, ended when idle or at shutdown, never keeping the process up. When it cannot
+ * open or its renewal fails (a server or PgBouncer sized for the app's pool alone) the renewal is
+ * sent on the pool, as it always was.
  */
 export class LeaseConnection {
   private client: Promise<Client> | undefined;
   private idle: NodeJS.Timeout | undefined;
-  private closed = false;
   /** Renewals sent on it and not yet answered: the idle end waits for them. */
   private busy = 0;
 
@@ -30,10 +37,9 @@ export class LeaseConnection {
     private readonly timeoutMs: number,
   ) {}
 
-  /** On the pool (`onPool`) when the pool cannot make a connection, or the connection cannot open. */
   query(config: QueryConfig, onPool: () => Promise<QueryResult>): Promise<QueryResult> {
     const factory = this.factory();
-    if (this.closed || typeof factory?.Client !== 'function' || !factory.options) return onPool();
+    if (typeof factory?.Client !== 'function' || !factory.options) return onPool();
     return this.run(factory as ClientFactory, config, onPool);
   }
 
@@ -47,18 +53,16 @@ export class LeaseConnection {
     try {
       client = await opening;
     } catch {
-      // Refused (a server or role sized for the app's pool, PgBouncer's max_client_conn) or not
-      // answering: the pool may still have a connection for it, as before this connection existed.
       if (this.client === opening) this.client = undefined;
       return onPool();
     }
     this.busy++;
     try {
       return await queryWithin(client, config, this.timeoutMs);
-    } catch (err) {
+    } catch {
       // Its next renewal opens a fresh one: this one may be hung, or on a server that left.
       void this.drop(opening);
-      throw err;
+      return onPool();
     } finally {
       this.busy--;
       this.idleEnd(opening);
@@ -67,20 +71,25 @@ export class LeaseConnection {
 
   private open(factory: ClientFactory): Promise<Client> {
     const client = new factory.Client(factory.options) as Client;
-    const opening = withinMs(client.connect(), this.timeoutMs).then(
-      () => {
-        // Not what keeps a process up (a pending renewal's deadline timer does): an app that ends
-        // its pool without closing the store exits as before, not a minute later.
-        (client as { unref?(): void }).unref?.();
-        // What the app's pool does to each new connection (its 'connect' hook: search_path, role).
-        (factory as { emit?(event: string, client: unknown): unknown }).emit?.('connect', client);
-        return client;
-      },
-      (err: unknown) => {
-        void client.end().catch(() => undefined);
-        throw err;
-      },
-    );
+    const hooks = factory.options as PoolHooks;
+    const ready = async () => {
+      await client.connect();
+      // An app that ends its pool without closing the app exits as before, not a minute later.
+      client.unref?.();
+      await hooks.onConnect?.(client);
+      if (typeof hooks.verify === 'function') {
+        const verify = hooks.verify;
+        await new Promise<void>((resolve, reject) =>
+          verify(client, (err) => (err ? reject(err) : resolve())),
+        );
+      }
+      (factory as { emit?(event: string, client: unknown): unknown }).emit?.('connect', client);
+      return client;
+    };
+    const opening = withinMs(ready(), this.timeoutMs).catch((err: unknown) => {
+      end(client, this.timeoutMs);
+      throw err;
+    });
     client.on('error', () => void this.drop(opening));
     return opening;
   }
@@ -98,12 +107,19 @@ export class LeaseConnection {
     if (opening === undefined || this.client !== opening) return Promise.resolve();
     this.client = undefined;
     clearTimeout(this.idle);
-    return opening.then((c) => c.end()).catch(() => undefined);
+    return opening.then(
+      (c) => end(c, this.timeoutMs),
+      () => undefined,
+    );
   }
 
-  /** Ends its connection; later renewals go through the pool. */
+  /** Ends its connection (a store shared by another app opens a new one when it next renews). */
   close(): Promise<void> {
-    this.closed = true;
     return this.drop(this.client);
   }
+}
+
+/** Ends `client` within `ms`: a silent server never answers the goodbye, so the socket goes. */
+function end(client: Client, ms: number): Promise<void> {
+  return withinMs(client.end(), ms).catch(() => client.connection?.stream?.destroy?.());
 }

@@ -54,6 +54,22 @@ export class DeadlinePool {
     }
   }
 
+  /**
+   * Whether a statement would get a connection without waiting behind the app's use of the pool
+   * (an idle one for it, or room for a new one); true when the pool does not say.
+   */
+  hasRoom(): boolean {
+    const pool = this.pool() as {
+      idleCount?: number;
+      waitingCount?: number;
+      totalCount?: number;
+      options?: { max?: number };
+    };
+    const { idleCount, waitingCount = 0, totalCount } = pool;
+    if (idleCount === undefined || totalCount === undefined) return true;
+    return idleCount > waitingCount || totalCount < (pool.options?.max || 10);
+  }
+
   /** A pooled connection within the deadline; the caller releases it (`release(err)` on errors). */
   connect(): Promise<PoolClient> {
     if (this.abandoned >= MAX_ABANDONED_CHECKOUTS) {

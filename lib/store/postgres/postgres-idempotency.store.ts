@@ -351,11 +351,12 @@ export class PostgresIdempotencyStore<
     return rowCount === 1;
   }
 
-  /** On the store's own connection when it can open one (see `LeaseConnection`). */
+  /** On the pool, or on the store's own connection when the pool has none to spare. */
   async renew(lease: Lease, leaseSeconds: number): Promise<boolean> {
     const config = bound(this.sql.renew, [lease.id, lease.token, leaseSeconds]);
+    const onPool = () => this.pool.query(config);
     const { rowCount } = await retryingSerialization(() =>
-      this.leases.query(config, () => this.pool.query(config)),
+      this.pool.hasRoom() ? onPool() : this.leases.query(config, onPool),
     );
     return rowCount === 1;
   }
