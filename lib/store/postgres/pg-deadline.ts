@@ -12,6 +12,12 @@ export type { Pool, PoolClient, Queryable, QueryConfig, QueryResult };
 
 const ignoreError = () => undefined;
 
+/** The pool's `max` (pg's default 10 when unset); undefined before the DataSource is initialized. */
+export function poolMax(pool: Pool | undefined): number | undefined {
+  if (!pool) return undefined;
+  return (pool as { options?: { max?: number } }).options?.max || 10;
+}
+
 /**
  * Past this many pool checkouts given up on and still pending, statements fail at once: the
  * database is not answering, and each abandoned checkout waits in pg's pool queue until it does.
@@ -59,15 +65,18 @@ export class DeadlinePool {
    * (an idle one for it, or room for a new one); true when the pool does not say.
    */
   hasRoom(): boolean {
-    const pool = this.pool() as {
+    const pool = this.pool();
+    const {
+      idleCount,
+      waitingCount = 0,
+      totalCount,
+    } = pool as {
       idleCount?: number;
       waitingCount?: number;
       totalCount?: number;
-      options?: { max?: number };
     };
-    const { idleCount, waitingCount = 0, totalCount } = pool;
     if (idleCount === undefined || totalCount === undefined) return true;
-    return idleCount > waitingCount || totalCount < (pool.options?.max || 10);
+    return idleCount > waitingCount || totalCount < (poolMax(pool) ?? 10);
   }
 
   /** A pooled connection within the deadline; the caller releases it (`release(err)` on errors). */

@@ -1,11 +1,4 @@
-import type { Pool } from './pg-deadline.js';
-import { StoreTimeoutError } from './pg-deadline.js';
-
-/** The pool's `max` (pg's default 10 when unset); undefined before the DataSource is initialized. */
-export function poolMax(pool: Pool | undefined): number | undefined {
-  if (!pool) return undefined;
-  return (pool as { options?: { max?: number } }).options?.max || 10;
-}
+import { type Pool, poolMax, StoreTimeoutError } from './pg-deadline.js';
 
 /**
  * Caps the single-commit transactions open at once at the pool's size − 1. Each holds a pool
