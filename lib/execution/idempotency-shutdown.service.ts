@@ -62,11 +62,21 @@ export class IdempotencyShutdown implements BeforeApplicationShutdown, OnApplica
     this.deadline ??= performance.now() + maxMs;
     if (!busy()) return;
     const leftMs = Math.max(0, Math.round(this.deadline - performance.now()));
-    this.logger.log(`Waiting up to ${leftMs} ms for ${counts.runs} run(s) in flight to end`);
+    this.logger.log(`Waiting up to ${leftMs} ms for ${this.inFlight(counts)} to end`);
     if (!(await drained(busy, leftMs))) {
       this.logger.error(
-        `Shutting down with ${counts.runs} run(s) still in flight: their keys stay in progress until their leases end, and a retry may then run them again`,
+        `Shutting down with ${this.inFlight(counts)} still unfinished: their keys stay in progress until their leases end, and a retry may then run them again`,
       );
     }
+  }
+
+  /** What the drain waits for, by kind: a completion being retried is no run, but holds a key too. */
+  private inFlight(counts: { runs: number; writes: number }): string {
+    const parts = [
+      `${counts.runs} run(s) in flight`,
+      counts.writes > 0 && `${counts.writes} claim(s) being written`,
+      retriesRunning(this.store) > 0 && `${retriesRunning(this.store)} completion(s) being retried`,
+    ];
+    return parts.filter(Boolean).join(', ');
   }
 }

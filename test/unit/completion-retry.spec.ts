@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import { Logger } from '@nestjs/common';
 import {
   abandonRetries,
   completeUntilStored,
@@ -6,6 +7,8 @@ import {
   retriesRunning,
 } from '../../lib/execution/completion-retry.js';
 import type { Completion, Lease } from '../../lib/interfaces/idempotency-store.interface.js';
+import { IdempotencyShutdown } from '../../lib/execution/idempotency-shutdown.service.js';
+import type { ResolvedIdempotencyOptions } from '../../lib/idempotency.defaults.js';
 import { InMemoryIdempotencyStore } from '../../lib/testing/index.js';
 
 const completion: Completion = {
@@ -133,5 +136,26 @@ describe('completeUntilStored', () => {
     await jest.advanceTimersByTimeAsync(60_000);
     expect(state.attempts).toBe(attempts);
     expect(errors.at(-1)).toContain('frees when its lease ends');
+  });
+
+  it('a shutdown that cannot wait a retry out names it (it logged "0 run(s) still in flight")', async () => {
+    const { store, ctx } = await refusingStore();
+    await completeUntilStored(ctx, fallbackCompletions(completion));
+    const logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+    try {
+      const options = { leaseSeconds: 1 } as ResolvedIdempotencyOptions;
+      const draining = new IdempotencyShutdown(store, options).beforeApplicationShutdown();
+      await jest.advanceTimersByTimeAsync(1_100);
+      await draining;
+      expect(logged.mock.calls.map(([message]) => message)).toEqual([
+        expect.stringMatching(
+          /^Shutting down with 0 run\(s\) in flight, 1 completion\(s\) being retried still unfinished/,
+        ),
+      ]);
+    } finally {
+      jest.restoreAllMocks();
+      await abandonRetries(store);
+    }
   });
 });
