@@ -7,11 +7,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { randomUUID } from 'node:crypto';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
-import { send } from '../fixtures/http-client.js';
 import { startPgBouncer, type PgBouncer } from '../fixtures/pgbouncer.js';
-import { type LeaseApp, refundsController, shortLeaseApp, sleep } from '../fixtures/lease-app.js';
+import {
+  type LeaseApp,
+  refundsController,
+  retryPastOneLease,
+  shortLeaseApp,
+} from '../fixtures/lease-app.js';
 
 const refunds = new Map<string, number>();
 const Refunds = refundsController(6_000, refunds);
@@ -44,16 +47,6 @@ describe('lease renewals through PgBouncer session pooling', () => {
     const warm = await Promise.all([pool.connect(), pool.connect()]);
     warm.forEach((c) => c.release());
 
-    const key = randomUUID();
-    const ref = `refund-${randomUUID()}`;
-    const run = send(a.url, '/refunds', { key, body: { ref } });
-    await sleep(4_500); // within the handler (6 s), past one lease (3 s)
-    const retry = await send(b.url, '/refunds', { key, body: { ref } });
-    const answered = await run;
-    expect({ retry: retry.status, first: answered.status, refunds: refunds.get(ref) }).toEqual({
-      retry: 409,
-      first: 201,
-      refunds: 1,
-    });
+    expect(await retryPastOneLease(a, b, refunds)).toEqual({ retry: 409, first: 201, refunds: 1 });
   }, 40_000);
 });

@@ -6,11 +6,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { randomUUID } from 'node:crypto';
 import { PostgresIdempotencyStore } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
-import { send } from '../fixtures/http-client.js';
-import { type LeaseApp, refundsController, shortLeaseApp, sleep } from '../fixtures/lease-app.js';
+import {
+  type LeaseApp,
+  refundsController,
+  retryPastOneLease,
+  shortLeaseApp,
+} from '../fixtures/lease-app.js';
 
 const refunds = new Map<string, number>();
 const Refunds = refundsController(6_000, refunds);
@@ -42,17 +45,12 @@ describe('a store shared by two apps, one of them closed', () => {
     apps.push(first, second, elsewhere);
     await first.close(); // e.g. one of two apps (HTTP + admin) in the process, or a test's app
 
-    const key = randomUUID();
-    const ref = `refund-${randomUUID()}`;
-    const run = send(second.url, '/refunds', { key, body: { ref } });
-    await sleep(300); // claimed, calling the processor
     // The app's own work holds the pool (transactional handlers, a report, a migration lock).
-    const held = await Promise.all([pool.connect(), pool.connect()]);
-    await sleep(4_500); // within the handler (6 s), past one lease (3 s)
-    const retry = await send(elsewhere.url, '/refunds', { key, body: { ref } });
-    held.forEach((c) => c.release());
-    const answered = await run;
-    expect({ retry: retry.status, first: answered.status, refunds: refunds.get(ref) }).toEqual({
+    const holdPool = async () => {
+      const held = await Promise.all([pool.connect(), pool.connect()]);
+      return () => held.forEach((c) => c.release());
+    };
+    expect(await retryPastOneLease(second, elsewhere, refunds, holdPool)).toEqual({
       retry: 409,
       first: 201,
       refunds: 1,
