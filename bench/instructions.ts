@@ -19,7 +19,7 @@ import { keyedLoad } from './keyed-load.js';
 const { args, variants, scenario, n } = toolArgs(
   'raw-single,module-single',
   { requests: 400, warmup: 3000, windows: 5, connections: 8 },
-  ['keep', 'cache-sim', 'branch-sim'],
+  ['keep', 'cache-sim', 'branch-sim', 'gc-on-main'],
 );
 const { requests, warmup } = n;
 /**
@@ -44,6 +44,13 @@ const cacheSim = args.get('cache-sim') === 'on';
  * functions, polymorphic calls). A model of a simple predictor, not this machine's.
  */
 const branchSim = args.get('branch-sim') === 'on';
+/**
+ * `--gc-on-main on`: the server runs with V8's `--single-threaded-gc`, so every collection's work
+ * lands on the main thread. Without it, a scavenge's work is shared with V8's helper threads as
+ * the scheduler happens to run them (under valgrind, one thread at a time), and the main thread's
+ * count moves by the share it got: with it, the main thread counts the whole of the collector.
+ */
+const gcOnMain = args.get('gc-on-main') === 'on';
 
 /** One counted window, per request: the main thread's instructions, and all threads'. */
 interface Window {
@@ -73,6 +80,7 @@ async function count(variant: VariantName, db: BenchDatabase, dir: string): Prom
       ...(branchSim ? ['--branch-sim=yes'] : []),
       `--callgrind-out-file=${out}`,
       process.execPath,
+      ...(gcOnMain ? ['--single-threaded-gc'] : []),
       file,
     ],
     {
