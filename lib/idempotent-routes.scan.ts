@@ -1,6 +1,7 @@
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
 import { RequestMethod } from '@nestjs/common';
 import { MetadataScanner, type ModulesContainer } from '@nestjs/core';
+import type { Module } from '@nestjs/core/injector/module.js';
 import { IDEMPOTENT_METADATA } from './idempotency-internal.constants.js';
 import type { IdempotentOptions } from './interfaces/idempotent-options.interface.js';
 
@@ -34,6 +35,13 @@ function declaredRoute(cls: object, handler: object): string {
 
 type Controller = new (...args: never[]) => object;
 
+/** A controller, its route handlers, and the module that declares it (as Nest built it). */
+export interface ControllerRoutes {
+  cls: Controller;
+  routes: { name: string; handler: object }[];
+  moduleRef: Module;
+}
+
 /**
  * Every controller of the app with its route handlers (methods with a path), by method name; with
  * `metadata`, its methods that carry that metadata key instead (microservice handlers).
@@ -41,9 +49,9 @@ type Controller = new (...args: never[]) => object;
 export function controllerRoutes(
   modules: ModulesContainer,
   metadata: string = PATH_METADATA,
-): { cls: Controller; routes: { name: string; handler: object }[] }[] {
+): ControllerRoutes[] {
   const scanner = new MetadataScanner();
-  const controllers: { cls: Controller; routes: { name: string; handler: object }[] }[] = [];
+  const controllers: ControllerRoutes[] = [];
   for (const moduleRef of modules.values()) {
     for (const wrapper of moduleRef.controllers.values()) {
       const cls = wrapper.metatype as Controller | null;
@@ -53,7 +61,7 @@ export function controllerRoutes(
         .getAllMethodNames(proto)
         .map((name) => ({ name, handler: proto[name] }))
         .filter(({ handler }) => Reflect.getMetadata(metadata, handler) !== undefined);
-      controllers.push({ cls, routes });
+      controllers.push({ cls, routes, moduleRef });
     }
   }
   return controllers;
