@@ -6,6 +6,7 @@ import type { ResolvedIdempotencyOptions } from './idempotency.defaults.js';
 import { resolveIdempotencyOptions } from './idempotency-options.resolve.js';
 import { IdempotencyInterceptor } from './transports/idempotency.interceptor.js';
 import { ClassIdempotencyInterceptor } from './transports/class-idempotency.interceptor.js';
+import { MethodIdempotencyInterceptor } from './transports/method-idempotency.interceptor.js';
 import { IdempotencyInterceptorOrder } from './transports/idempotency-interceptor.order.js';
 import {
   ConfigurableIdempotencyModule,
@@ -81,6 +82,7 @@ import { useForModule } from './store/module-owned-data-source.js';
     },
     IdempotencyInterceptor,
     ClassIdempotencyInterceptor,
+    MethodIdempotencyInterceptor,
     IdempotencyInterceptorOrder,
   ],
   exports: [
@@ -91,6 +93,7 @@ import { useForModule } from './store/module-owned-data-source.js';
     ReplayCache,
     IdempotencyInterceptor,
     ClassIdempotencyInterceptor,
+    MethodIdempotencyInterceptor,
   ],
 })
 export class IdempotencyModule extends ConfigurableIdempotencyModule {}

@@ -1,7 +1,6 @@
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
 import { RequestMethod } from '@nestjs/common';
 import { MetadataScanner, type ModulesContainer } from '@nestjs/core';
-import type { Module } from '@nestjs/core/injector/module.js';
 import { IDEMPOTENT_METADATA } from './idempotency-internal.constants.js';
 import type { IdempotentOptions } from './interfaces/idempotent-options.interface.js';
 
@@ -35,11 +34,10 @@ function declaredRoute(cls: object, handler: object): string {
 
 type Controller = new (...args: never[]) => object;
 
-/** A controller, its route handlers, and the module that declares it (as Nest built it). */
+/** A controller and its route handlers. */
 export interface ControllerRoutes {
   cls: Controller;
   routes: { name: string; handler: object }[];
-  moduleRef: Module;
 }
 
 /**
@@ -61,7 +59,7 @@ export function controllerRoutes(
         .getAllMethodNames(proto)
         .map((name) => ({ name, handler: proto[name] }))
         .filter(({ handler }) => Reflect.getMetadata(metadata, handler) !== undefined);
-      controllers.push({ cls, routes, moduleRef });
+      controllers.push({ cls, routes });
     }
   }
   return controllers;

@@ -1,7 +1,13 @@
 import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
+import { INTERCEPTORS_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
+import { MetadataScanner } from '@nestjs/core';
 import { IDEMPOTENT_METADATA } from '../idempotency-internal.constants.js';
-import { IdempotencyInterceptor } from '../transports/idempotency.interceptor.js';
+import {
+  IdempotencyInterceptor,
+  isIdempotencyInterceptor,
+} from '../transports/idempotency.interceptor.js';
 import { ClassIdempotencyInterceptor } from '../transports/class-idempotency.interceptor.js';
+import { MethodIdempotencyInterceptor } from '../transports/method-idempotency.interceptor.js';
 import type { IdempotentOptions } from '../interfaces/idempotent-options.interface.js';
 import { checkIdempotentOptions } from './idempotent-options.check.js';
 
@@ -27,10 +33,31 @@ export const Idempotent = (options: IdempotentOptions = {}) => {
   const onMethod = applyDecorators(metadata, UseInterceptors(IdempotencyInterceptor));
   // On a class, the class's own attachment: it steps aside for a method's (see its comment).
   const onClass = applyDecorators(metadata, UseInterceptors(ClassIdempotencyInterceptor));
-  return ((target: object, key?: string | symbol, descriptor?: PropertyDescriptor) =>
-    descriptor ? onMethod(target, key, descriptor) : onClass(target)) as ClassDecorator &
-    MethodDecorator;
+  return ((target: object, key?: string | symbol, descriptor?: PropertyDescriptor) => {
+    if (descriptor) return onMethod(target, key, descriptor);
+    onClass(target);
+    attachToRoutes(target as { prototype: Record<string, unknown> });
+  }) as ClassDecorator & MethodDecorator;
 };
+
+/**
+ * Puts `MethodIdempotencyInterceptor` on each HTTP route of a class-level `@Idempotent()`
+ * without one of its own (route decorators ran before the class's). Nest registers it with the
+ * controller's module when it scans it, and resolves it there in every app.
+ */
+function attachToRoutes(cls: { prototype: Record<string, unknown> }): void {
+  for (const name of new MetadataScanner().getAllMethodNames(cls.prototype)) {
+    const method = cls.prototype[name];
+    if (typeof method !== 'function' || !Reflect.hasMetadata(PATH_METADATA, method)) continue;
+    const interceptors: unknown[] = Reflect.getMetadata(INTERCEPTORS_METADATA, method) ?? [];
+    if (interceptors.some(isIdempotencyInterceptor)) continue;
+    Reflect.defineMetadata(
+      INTERCEPTORS_METADATA,
+      [...interceptors, MethodIdempotencyInterceptor],
+      method,
+    );
+  }
+}
 
 /**
  * The options without fields given as `undefined`, so a method's `{ ttlSeconds: env.X }` with

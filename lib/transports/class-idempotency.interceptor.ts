@@ -19,9 +19,4 @@ export class ClassIdempotencyInterceptor extends IdempotencyInterceptor {
     if (own === undefined) this.onMethod.set(handler, (own = attachesIdempotency(handler)));
     return own ? next.handle() : super.intercept(context, next);
   }
-
-  /** As placed on a route method by `IdempotencyInterceptorOrder`: handles the call, always. */
-  interceptOnMethod(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    return super.intercept(context, next);
-  }
 }

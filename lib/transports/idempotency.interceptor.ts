@@ -49,21 +49,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 }
 
-/**
- * What `IdempotencyInterceptorOrder` put on route methods in place of a class-level attachment
- * (see `classPlacement`): each belongs to the app that started it, and the next app's replaces it.
- */
-export const placedOnMethods = new WeakSet<object>();
-
-/**
- * The idempotency interceptor in interceptor metadata: as a class (or a subclass), an instance,
- * or a class-level attachment's placement on a method.
- */
+/** The idempotency interceptor, as a class (or a subclass) or an instance, in interceptor metadata. */
 export const isIdempotencyInterceptor = (i: unknown): boolean =>
   i === IdempotencyInterceptor ||
   i instanceof IdempotencyInterceptor ||
-  (typeof i === 'function' && i.prototype instanceof IdempotencyInterceptor) ||
-  (typeof i === 'object' && i !== null && placedOnMethods.has(i));
+  (typeof i === 'function' && i.prototype instanceof IdempotencyInterceptor);
 
 /** Whether `target` (a class or a method) carries the idempotency interceptor itself. */
 export const attachesIdempotency = (target: object): boolean =>
