@@ -7,6 +7,7 @@ import { Idempotent, IdempotencyModule } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send } from '../fixtures/http-client.js';
 import { listenApp, type ListeningApp } from '../fixtures/listen.js';
+import { legacyKeyModule } from '../fixtures/legacy-key-module.js';
 
 /**
  * attack-83. One controller class with a class-level @Idempotent(), declared in two feature
@@ -40,18 +41,7 @@ describe.each(['express', 'fastify'] as const)(
     beforeAll(async () => {
       db = await createMigratedDatabase('attack83_two_modules');
       pool = new pg.Pool({ connectionString: db.url, max: 6 });
-      @Module({
-        imports: [
-          IdempotencyModule.forRoot({
-            pool,
-            isGlobal: false,
-            headerName: 'X-Legacy-Key',
-            cleanup: { enabled: false },
-          }),
-        ],
-        controllers: [c.Charges],
-      })
-      class LegacyModule {}
+      const LegacyModule = legacyKeyModule(pool, [c.Charges]);
       @Module({
         imports: [
           IdempotencyModule.forRoot({ pool, isGlobal: false, cleanup: { enabled: false } }),

@@ -6,6 +6,7 @@ import { Idempotent, IdempotencyModule } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send } from '../fixtures/http-client.js';
 import { listenApp, type ListeningApp } from '../fixtures/listen.js';
+import { legacyKeyModule } from '../fixtures/legacy-key-module.js';
 
 /**
  * attack-83. Same setup as class-level-module-instance (a legacy module with its own forRoot(),
@@ -44,18 +45,7 @@ describe.each(['express', 'fastify'] as const)(
     beforeAll(async () => {
       db = await createMigratedDatabase('attack83_inherited');
       pool = new pg.Pool({ connectionString: db.url, max: 6 });
-      @Module({
-        imports: [
-          IdempotencyModule.forRoot({
-            pool,
-            isGlobal: false,
-            headerName: 'X-Legacy-Key',
-            cleanup: { enabled: false },
-          }),
-        ],
-        controllers: [c.LegacyCharges],
-      })
-      class LegacyModule {}
+      const LegacyModule = legacyKeyModule(pool, [c.LegacyCharges]);
       @Module({
         imports: [IdempotencyModule.forRoot({ pool, cleanup: { enabled: false } }), LegacyModule],
         controllers: [c.Charges],

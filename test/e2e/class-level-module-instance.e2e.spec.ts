@@ -6,6 +6,7 @@ import { Idempotent, IdempotencyModule } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 import { send } from '../fixtures/http-client.js';
 import { listenApp, type ListeningApp } from '../fixtures/listen.js';
+import { legacyKeyModule } from '../fixtures/legacy-key-module.js';
 
 /**
  * attack-82. Two `forRoot()` instances in one app (docs/options.md: "each forRoot() call builds
@@ -57,18 +58,7 @@ describe.each(['express', 'fastify'] as const)(
     beforeAll(async () => {
       db = await createMigratedDatabase('attack82_module_instance');
       pool = new pg.Pool({ connectionString: db.url, max: 6 });
-      @Module({
-        imports: [
-          IdempotencyModule.forRoot({
-            pool,
-            isGlobal: false,
-            headerName: 'X-Legacy-Key',
-            cleanup: { enabled: false },
-          }),
-        ],
-        controllers: [c.LegacyMethodLevel, c.LegacyClassLevel],
-      })
-      class LegacyModule {}
+      const LegacyModule = legacyKeyModule(pool, [c.LegacyMethodLevel, c.LegacyClassLevel]);
       @Module({
         imports: [IdempotencyModule.forRoot({ pool, cleanup: { enabled: false } }), LegacyModule],
         controllers: [c.Payments],
