@@ -41,9 +41,12 @@ export const Idempotent = (options: IdempotentOptions = {}) => {
 };
 
 /**
- * Puts `MethodIdempotencyInterceptor` on each HTTP route of a class-level `@Idempotent()`
- * without one of its own (route decorators ran before the class's). Nest registers it with the
- * controller's module when it scans it, and resolves it there in every app.
+ * Puts `MethodIdempotencyInterceptor` on each HTTP route of the class without one of its own
+ * (route decorators ran before the class's). Nest registers it with the controller's module when
+ * it scans it, and resolves it there in every app. An inherited route is its base class's
+ * function, which the base and its other subclasses share: there it finds no `@Idempotent()`
+ * options and passes calls on, but their modules must see an `IdempotencyModule` (a global one
+ * does) for Nest to build it.
  */
 function attachToRoutes(cls: { prototype: Record<string, unknown> }): void {
   for (const name of new MetadataScanner().getAllMethodNames(cls.prototype)) {
