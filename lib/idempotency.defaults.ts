@@ -16,7 +16,7 @@ export const CLEANUP_RUNS_MIN_RETENTION_SECONDS = 30 * 86_400;
 /**
  * The default `getUserId`: `id`, or what JWT guards put there: the payload itself (`sub`) or
  * passport-jwt's `{ userId }`. Exported so an app's own `getUserId` can fall back to it.
- * @example getUserId: (req) => req.headers['x-tenant-id'] ?? defaultUserId(req)
+ * @example getUserId: (req) => req.user?.accountId ?? defaultUserId(req)
  */
 export const defaultUserId = (req: IdempotencyRequest): string | number | bigint | undefined =>
   req.user?.id ?? req.user?.sub ?? req.user?.userId;

@@ -135,9 +135,11 @@ export interface IdempotencyModuleOptions {
    * comes out, or the id is not a string, number or bigint (e.g. the whole user object), the
    * request is refused with `500 idempotency_misconfigured` (logged once per route) rather than
    * share a scope with other users. Ids longer than 255 characters or containing control
-   * characters are refused with `400 idempotency_user_invalid`.
+   * characters are refused with `400 idempotency_user_invalid`. Read it from what your guard
+   * authenticated, never from a header the client sets: that client could name another user's
+   * scope and be replayed their stored responses.
    * @default (req) => req.user?.id ?? req.user?.sub ?? req.user?.userId
-   * @example (req) => req.headers['x-tenant-id']
+   * @example (req) => req.user && `${req.user.tenantId}:${req.user.id}`
    */
   getUserId?: (req: IdempotencyRequest) => string | number | bigint | null | undefined;
   /**
