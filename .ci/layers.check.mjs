@@ -10,10 +10,8 @@ export const LAYERS = [
   ['lib/idempotency.module.ts'],
   ['lib/idempotency.module-definition.ts', 'lib/idempotency-options.resolve.ts'],
   ['lib/decorators/', 'lib/transports/idempotency-interceptor.order.ts'],
-  [
-    'lib/transports/class-idempotency.interceptor.ts',
-    'lib/transports/method-idempotency.interceptor.ts',
-  ],
+  ['lib/transports/class-idempotency.interceptor.ts'],
+  ['lib/transports/method-idempotency.interceptor.ts'],
   ['lib/transports/idempotency.interceptor.ts'],
   ['lib/transports/transport-adapters.ts'],
   ['lib/transports/http/', 'lib/transports/value/'],

@@ -7,7 +7,6 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import type { Observable } from 'rxjs';
-import { INTERCEPTORS_METADATA } from '@nestjs/common/constants.js';
 import { IDEMPOTENCY_STORE } from '../idempotency.constants.js';
 import { IDEMPOTENCY_RESOLVED_OPTIONS } from '../idempotency-internal.constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
@@ -54,9 +53,3 @@ export const isIdempotencyInterceptor = (i: unknown): boolean =>
   i === IdempotencyInterceptor ||
   i instanceof IdempotencyInterceptor ||
   (typeof i === 'function' && i.prototype instanceof IdempotencyInterceptor);
-
-/** Whether `target` (a class or a method) carries the idempotency interceptor itself. */
-export const attachesIdempotency = (target: object): boolean =>
-  ((Reflect.getMetadata(INTERCEPTORS_METADATA, target) ?? []) as unknown[]).some(
-    isIdempotencyInterceptor,
-  );
