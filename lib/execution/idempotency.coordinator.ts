@@ -59,6 +59,8 @@ export type IdempotencyDecision =
 export class IdempotencyCoordinator {
   /** This store's runs in flight, which a graceful shutdown waits for. */
   private readonly inFlight: InFlightRuns;
+  /** The store's single-commit claim, bound at the first (a clear error where it has none). */
+  private claimInTransaction?: NonNullable<IdempotencyStore['claimInTransaction']>;
 
   constructor(
     private readonly options: ResolvedIdempotencyOptions,
@@ -123,7 +125,7 @@ export class IdempotencyCoordinator {
       outcome = await (peek?.(scope, requestHash) ??
         telemetry.claim(scope, () =>
           route.transactional === 'single'
-            ? claimInTransaction(this.store)(request)
+            ? (this.claimInTransaction ??= claimInTransaction(this.store))(request)
             : this.store.claim(request),
         ));
     } catch (err) {

@@ -163,16 +163,23 @@ export function bound(statement: { name?: string; text: string }, values: unknow
   return { name: statement.name, text: statement.text, values };
 }
 
+/** One timer for statements sent together; `expired` once it fired (see `pipelineWithin`). */
+export interface SharedDeadline {
+  expired: boolean;
+}
+
 /**
  * One statement on a client the caller holds, within `ms`. On timeout the connection is ended at
  * once (pg destroys the socket of a client with a query in flight), so a transaction on it fails
  * fast instead of queueing its ROLLBACK behind the hung query. One promise per statement, settled
- * from pg's callback: an async wrapper around pg's promise cost a second one and its hops.
+ * from pg's callback: an async wrapper around pg's promise cost a second one and its hops. Under
+ * a `shared` deadline its owner times it: any error once that deadline expired is its timeout.
  */
 export function queryWithin(
   client: Queryable & { end?(): Promise<void> },
   config: QueryConfig,
   ms: number,
+  shared?: SharedDeadline,
 ): Promise<QueryResult> {
   const timed = telemetry.statement(config);
   return new Promise((resolve, reject) => {
@@ -187,7 +194,8 @@ export function queryWithin(
         return reject(failed);
       }
       if (err === undefined) return resolve(result as QueryResult);
-      if ((err as Error | undefined)?.message !== 'Query read timeout') return reject(err);
+      const late = shared?.expired || (err as Error | undefined)?.message === 'Query read timeout';
+      if (!late) return reject(err);
       try {
         Promise.resolve(client.end?.()).catch(ignoreError);
       } catch {
@@ -197,13 +205,15 @@ export function queryWithin(
     };
     const callback: StatementCallback = (err, result) => settle(err ?? undefined, result);
     try {
-      if (submitDescribedOnce(client, config, ms, callback)) return;
+      // Under a shared deadline, pg starts no timer of its own (0 and none on the connection).
+      const own = shared ? 0 : ms;
+      if (submitDescribedOnce(client, config, own, callback)) return;
       Promise.resolve(
         client.query({
           name: config.name,
           text: config.text,
           values: config.values,
-          query_timeout: ms,
+          query_timeout: own,
         }),
       ).then(
         (result) => settle(undefined, result),

@@ -1,9 +1,32 @@
-import { type Queryable, type QueryConfig, type QueryResult, queryWithin } from './pg-deadline.js';
+import {
+  type Queryable,
+  type QueryConfig,
+  type QueryResult,
+  queryWithin,
+  type SharedDeadline,
+} from './pg-deadline.js';
 
 interface PipelineCapable {
   pipeline?: boolean;
   _sentQueryQueue?: unknown[];
-  connection?: { stream?: { cork?(): void; uncork?(): void } };
+  connection?: { stream?: { cork?(): void; uncork?(): void; destroy?(): void } };
+  connectionParameters?: { query_timeout?: number };
+}
+
+/**
+ * One timer for a pipeline's statements: sent in one write, each would start pg's own timer at
+ * the same moment. Fired, it destroys the socket as pg's does for a pipelined statement (the
+ * statements behind a hung one cannot be answered); each pending statement then fails with its
+ * timeout. None where the connection has its own `query_timeout`: pg would time each anyway.
+ */
+function sharedDeadline(pg: PipelineCapable, ms: number) {
+  if (pg.connectionParameters?.query_timeout) return undefined;
+  const deadline: SharedDeadline = { expired: false };
+  const timer = setTimeout(() => {
+    deadline.expired = true;
+    pg.connection?.stream?.destroy?.();
+  }, ms);
+  return { deadline, clear: () => clearTimeout(timer) };
 }
 
 /**
@@ -33,13 +56,15 @@ export async function pipelineWithin(
     return settled;
   }
   const stream = pg.connection?.stream;
+  const shared = sharedDeadline(pg, ms);
   pg.pipeline = true;
   stream?.cork?.();
   try {
-    const pending = configs.map((config) => queryWithin(client, config, ms));
+    const pending = configs.map((config) => queryWithin(client, config, ms, shared?.deadline));
     stream?.uncork?.();
     return await Promise.allSettled(pending);
   } finally {
+    shared?.clear();
     pg.pipeline = false;
   }
 }

@@ -33,7 +33,7 @@ import type {
 } from '../../interfaces/idempotency-store.interface.js';
 import { type ClaimStatements, claimScope } from './postgres-claim.js';
 import { type ExistingRow, existingOutcome } from './scope-row.js';
-import { claimInNewTransaction } from './single-commit-claim.js';
+import { claimInNewTransaction, type SingleCommitClaimDeps } from './single-commit-claim.js';
 import { buildSingleCommitStatements, type SingleCommitStatements } from './single-commit.sql.js';
 import type { SingleCommit } from './single-commit-transaction.js';
 import { retryingSerialization } from './serialization-retry.js';
@@ -94,6 +94,8 @@ export class PostgresIdempotencyStore<
   private readonly server: ServerIdentityWatch;
   private readonly steps: PostgresRecoveryPoints;
   private readonly statements: ClaimStatements;
+  /** What a single-commit claim needs, built at the first one (not one copy per claim). */
+  private singleDeps?: SingleCommitClaimDeps<TManager>;
   private readonly leases: LeaseConnection;
   /** The DataSource the store was built on; undefined on a pool. */
   readonly dataSource: DataSource | undefined;
@@ -208,20 +210,18 @@ export class PostgresIdempotencyStore<
    * transaction stays open for the handler (claimed), or is rolled back in the background.
    */
   claimInTransaction(req: ClaimRequest): Promise<TransactionalClaimOutcome<TManager>> {
-    return claimInNewTransaction(
-      {
-        ...this.statements,
-        single: this.single,
-        slots: this.slots,
-        bind: this.bind,
-        maxSeconds: this.singleCommitMaxSeconds,
-        opened: (lease, single, inserts) => {
-          if (inserts) this.inserting.set(lease, single);
-          this.runners.set(single.transaction, single.run);
-        },
+    this.singleDeps ??= {
+      ...this.statements,
+      single: this.single,
+      slots: this.slots,
+      bind: this.bind,
+      maxSeconds: this.singleCommitMaxSeconds,
+      opened: (lease, single, inserts) => {
+        if (inserts) this.inserting.set(lease, single);
+        this.runners.set(single.transaction, single.run);
       },
-      req,
-    );
+    };
+    return claimInNewTransaction(this.singleDeps, req);
   }
 
   /** The response's bind values, in the order both the completion UPDATE and the single-commit INSERT take them. */
