@@ -21,11 +21,13 @@ import { countInServer } from './signalled-window.js';
 const { variants, scenario, n, args } = toolArgs(
   'raw-single,module-single',
   { requests: 3000, warmup: 3000, top: 15, connections: 8 },
-  ['live'],
+  ['live', 'survivors'],
 );
 const { requests, warmup, top, connections } = n;
 const live = args.get('live') === 'on';
 if (live) process.env.BENCH_HEAP_LIVE = '1';
+const survivors = args.get('survivors') === 'on';
+if (survivors) process.env.BENCH_HEAP_SURVIVORS = '1';
 
 interface HeapNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
@@ -86,7 +88,11 @@ try {
     const { places, per } = await measure(variant, db, dir);
     const perRequest = (n: number) => `${(n / per / 1024).toFixed(1).padStart(6)} KB`;
     const total = [...places.values()].reduce((a, b) => a + b, 0);
-    const what = live ? 'live per connection under load' : 'allocated per request';
+    const what = live
+      ? 'live per connection under load'
+      : survivors
+        ? 'per request outlived a scavenge'
+        : 'allocated per request';
     console.log(`\n${variant}: ${perRequest(total)} ${what}`);
     const sorted = [...places].sort((a, b) => b[1] - a[1]);
     for (const [place, bytes] of sorted.slice(0, top))

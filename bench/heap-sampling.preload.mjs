@@ -12,6 +12,9 @@ import { clearInterval, setInterval } from 'node:timers';
 const session = new inspector.Session();
 session.connect();
 const live = process.env.BENCH_HEAP_LIVE === '1';
+// Survivors: samples of objects a scavenge collected are dropped, so what is left outlived the
+// young generation (promoted, then collected by a major GC or still alive): what scavenges copy.
+const survivors = process.env.BENCH_HEAP_SURVIVORS === '1';
 let sampling = false;
 let timer;
 let snapshots = 0;
@@ -44,7 +47,7 @@ process.on('SIGUSR2', () => {
     session.post('HeapProfiler.startSampling', {
       samplingInterval: live ? 4096 : 256,
       includeObjectsCollectedByMajorGC: !live,
-      includeObjectsCollectedByMinorGC: !live,
+      includeObjectsCollectedByMinorGC: !live && !survivors,
     });
     if (live) {
       timer = setInterval(
