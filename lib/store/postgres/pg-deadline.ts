@@ -168,59 +168,77 @@ export interface SharedDeadline {
   expired: boolean;
 }
 
+/** How `submitWithin` reports a statement's end, once: no error (`undefined`) and its result, or its error. */
+export type StatementDone = (err: unknown, result?: QueryResult) => void;
+
 /**
  * One statement on a client the caller holds, within `ms`. On timeout the connection is ended at
  * once (pg destroys the socket of a client with a query in flight), so a transaction on it fails
  * fast instead of queueing its ROLLBACK behind the hung query. One promise per statement, settled
- * from pg's callback: an async wrapper around pg's promise cost a second one and its hops. Under
- * a `shared` deadline its owner times it: any error once that deadline expired is its timeout.
+ * from pg's callback: an async wrapper around pg's promise cost a second one and its hops.
  */
 export function queryWithin(
   client: Queryable & { end?(): Promise<void> },
   config: QueryConfig,
   ms: number,
-  shared?: SharedDeadline,
 ): Promise<QueryResult> {
+  return new Promise((resolve, reject) =>
+    submitWithin(client, config, ms, (err, result) =>
+      err === undefined ? resolve(result as QueryResult) : reject(err),
+    ),
+  );
+}
+
+/**
+ * `queryWithin` by callback, without a promise (a pipeline settles its statements together).
+ * Under a `shared` deadline its owner times it: any error once that deadline expired is its
+ * timeout.
+ */
+export function submitWithin(
+  client: Queryable & { end?(): Promise<void> },
+  config: QueryConfig,
+  ms: number,
+  done: StatementDone,
+  shared?: SharedDeadline,
+): void {
   const timed = telemetry.statement(config);
-  return new Promise((resolve, reject) => {
-    // pg may call back twice for one statement (an error, then its ReadyForQuery).
-    let settled = false;
-    const settle = (err: unknown, result?: QueryResult) => {
-      if (settled) return;
-      settled = true;
-      try {
-        timed();
-      } catch (failed) {
-        return reject(failed);
-      }
-      if (err === undefined) return resolve(result as QueryResult);
-      const late = shared?.expired || (err as Error | undefined)?.message === 'Query read timeout';
-      if (!late) return reject(err);
-      try {
-        Promise.resolve(client.end?.()).catch(ignoreError);
-      } catch {
-        // Ending it is best effort: its socket is destroyed by pg already.
-      }
-      reject(new StoreTimeoutError(config.name ?? 'a statement', ms));
-    };
-    const callback: StatementCallback = (err, result) => settle(err ?? undefined, result);
+  // pg may call back twice for one statement (an error, then its ReadyForQuery).
+  let settled = false;
+  const settle = (err: unknown, result?: QueryResult) => {
+    if (settled) return;
+    settled = true;
     try {
-      // Under a shared deadline, pg starts no timer of its own (0 and none on the connection).
-      const own = shared ? 0 : ms;
-      if (submitDescribedOnce(client, config, own, callback)) return;
-      Promise.resolve(
-        client.query({
-          name: config.name,
-          text: config.text,
-          values: config.values,
-          query_timeout: own,
-        }),
-      ).then(
-        (result) => settle(undefined, result),
-        (err: unknown) => settle(err ?? new Error(String(err))),
-      );
-    } catch (err) {
-      settle(err ?? new Error(String(err)));
+      timed();
+    } catch (failed) {
+      return done(failed ?? new Error(String(failed)));
     }
-  });
+    if (err === undefined) return done(undefined, result);
+    const late = shared?.expired || (err as Error | undefined)?.message === 'Query read timeout';
+    if (!late) return done(err);
+    try {
+      Promise.resolve(client.end?.()).catch(ignoreError);
+    } catch {
+      // Ending it is best effort: its socket is destroyed by pg already.
+    }
+    done(new StoreTimeoutError(config.name ?? 'a statement', ms));
+  };
+  const callback: StatementCallback = (err, result) => settle(err ?? undefined, result);
+  try {
+    // Under a shared deadline, pg starts no timer of its own (0 and none on the connection).
+    const own = shared ? 0 : ms;
+    if (submitDescribedOnce(client, config, own, callback)) return;
+    Promise.resolve(
+      client.query({
+        name: config.name,
+        text: config.text,
+        values: config.values,
+        query_timeout: own,
+      }),
+    ).then(
+      (result) => settle(undefined, result),
+      (err: unknown) => settle(err ?? new Error(String(err))),
+    );
+  } catch (err) {
+    settle(err ?? new Error(String(err)));
+  }
 }

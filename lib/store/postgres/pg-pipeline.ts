@@ -4,6 +4,7 @@ import {
   type QueryResult,
   queryWithin,
   type SharedDeadline,
+  submitWithin,
 } from './pg-deadline.js';
 
 interface PipelineCapable {
@@ -37,36 +38,55 @@ function sharedDeadline(pg: PipelineCapable, ms: number) {
  * support, the statements run one after another. Every statement is answered (settled) before
  * this returns.
  */
-export async function pipelineWithin(
+export function pipelineWithin(
   client: Queryable,
   configs: QueryConfig[],
   ms: number,
 ): Promise<PromiseSettledResult<QueryResult>[]> {
   const pg = client as unknown as PipelineCapable;
-  if (pg.pipeline !== false || !Array.isArray(pg._sentQueryQueue)) {
+  if (configs.length === 0 || pg.pipeline !== false || !Array.isArray(pg._sentQueryQueue)) {
+    return oneAfterAnother(client, configs, ms);
+  }
+  return new Promise((resolve) => {
     const settled: PromiseSettledResult<QueryResult>[] = [];
-    for (const config of configs) {
-      settled.push(
-        await queryWithin(client, config, ms).then(
-          (value) => ({ status: 'fulfilled' as const, value }),
-          (reason: unknown) => ({ status: 'rejected' as const, reason }),
-        ),
-      );
+    let left = configs.length;
+    const stream = pg.connection?.stream;
+    const shared = sharedDeadline(pg, ms);
+    // Settled together from pg's callbacks: no promise per statement, none to gather them.
+    const answered = (i: number) => (err: unknown, value?: QueryResult) => {
+      settled[i] =
+        err === undefined
+          ? { status: 'fulfilled', value: value as QueryResult }
+          : { status: 'rejected', reason: err };
+      if (--left > 0) return;
+      shared?.clear();
+      pg.pipeline = false;
+      resolve(settled);
+    };
+    pg.pipeline = true;
+    stream?.cork?.();
+    for (let i = 0; i < configs.length; i++) {
+      submitWithin(client, configs[i], ms, answered(i), shared?.deadline);
     }
-    return settled;
-  }
-  const stream = pg.connection?.stream;
-  const shared = sharedDeadline(pg, ms);
-  pg.pipeline = true;
-  stream?.cork?.();
-  try {
-    const pending = configs.map((config) => queryWithin(client, config, ms, shared?.deadline));
     stream?.uncork?.();
-    return await Promise.allSettled(pending);
-  } finally {
-    shared?.clear();
-    pg.pipeline = false;
+  });
+}
+
+async function oneAfterAnother(
+  client: Queryable,
+  configs: QueryConfig[],
+  ms: number,
+): Promise<PromiseSettledResult<QueryResult>[]> {
+  const settled: PromiseSettledResult<QueryResult>[] = [];
+  for (const config of configs) {
+    settled.push(
+      await queryWithin(client, config, ms).then(
+        (value) => ({ status: 'fulfilled' as const, value }),
+        (reason: unknown) => ({ status: 'rejected' as const, reason }),
+      ),
+    );
   }
+  return settled;
 }
 
 /** The value of a pipelined statement, or its error thrown. */

@@ -11,7 +11,13 @@ import type { ClaimStatements } from './postgres-claim.js';
 import { pipelineWithin, settledValue } from './pg-pipeline.js';
 import { bound, type QueryConfig, queryWithin } from './pg-deadline.js';
 import { scopeLockKey } from './scope-lock.js';
-import { claimedScope, type ExistingRow, existingOutcome, takeover } from './scope-row.js';
+import {
+  claimedScope,
+  type ClaimedScope,
+  type ExistingRow,
+  existingOutcome,
+  takeover,
+} from './scope-row.js';
 import type { SingleCommitSlots } from './single-commit-slots.js';
 import type { SingleCommitStatements } from './single-commit.sql.js';
 import { type SingleCommit, singleCommitTransaction } from './single-commit-transaction.js';
@@ -41,10 +47,13 @@ export async function claimInNewTransaction<TManager>(
 ): Promise<TransactionalClaimOutcome<TManager>> {
   const { pool, single } = deps;
   const freeSlot = await deps.slots.acquire();
-  const client = await pool.connect().catch((err: Error) => {
+  let client: Awaited<ReturnType<typeof pool.connect>>;
+  try {
+    client = await pool.connect();
+  } catch (err) {
     freeSlot();
     throw err;
-  });
+  }
   const run = (config: QueryConfig) => queryWithin(client, config, pool.timeoutMs);
   let outcome: ClaimOutcome | undefined;
   let inserts: boolean;
@@ -78,7 +87,9 @@ export async function claimInNewTransaction<TManager>(
     if (raced && again) throw serializationFailure();
     if (raced) await run({ text: 'ROLLBACK', values: [] });
     inserts = !raced && !row.id && row.locked;
-    outcome = raced ? undefined : await decideInTransaction(deps, req, row, run);
+    // Awaited only when it sends a statement (a takeover): a first claim decides at once.
+    const decided = raced ? undefined : decideInTransaction(deps, req, row, run);
+    outcome = decided instanceof Promise ? await decided : decided;
   } catch (err) {
     client.release(err as Error);
     freeSlot();
@@ -110,28 +121,38 @@ export async function claimInNewTransaction<TManager>(
   return outcome;
 }
 
-async function decideInTransaction(
+type Run = (config: QueryConfig) => Promise<{ rows: Record<string, unknown>[] }>;
+
+function decideInTransaction(
   deps: ClaimStatements,
   req: ClaimRequest,
   row: ExistingRow,
-  run: (config: QueryConfig) => Promise<{ rows: Record<string, unknown>[] }>,
-): Promise<ClaimOutcome> {
+  run: Run,
+): ClaimOutcome | Promise<ClaimOutcome> {
   const claimed = claimedScope(req);
   if (!row.id || row.stale) {
     if (!row.locked) return { type: 'in_progress' };
     const token = randomUUID();
     if (!row.id) return { type: 'claimed', lease: { id: randomUUID(), token, claimed } };
-    // Archived and taken over inside the transaction: a rollback restores the old row.
-    const taken = await underContention(() => run(takeover(deps.sql, row.id, req, token)));
-    // A concurrent takeover won: the transaction (aborted) is rolled back by the caller.
-    if (typeof taken === 'string') return { type: 'in_progress' };
-    const id = taken.rows[0]?.id as string | undefined;
-    if (id)
-      return {
-        type: 'claimed',
-        lease: { id, token, claimed, run: taken.rows[0].runs as number },
-      };
-    return { type: 'in_progress', recordId: row.id, expiresAt: row.expires_at as Date };
+    return takeOver(deps, req, row, run, token, claimed);
   }
   return existingOutcome(row, claimed, deps.codec);
+}
+
+/** Archived and taken over inside the transaction: a rollback restores the old row. */
+async function takeOver(
+  deps: ClaimStatements,
+  req: ClaimRequest,
+  row: ExistingRow,
+  run: Run,
+  token: string,
+  claimed: ClaimedScope,
+): Promise<ClaimOutcome> {
+  const taken = await underContention(() => run(takeover(deps.sql, row.id, req, token)));
+  // A concurrent takeover won: the transaction (aborted) is rolled back by the caller.
+  if (typeof taken === 'string') return { type: 'in_progress' };
+  const id = taken.rows[0]?.id as string | undefined;
+  if (id)
+    return { type: 'claimed', lease: { id, token, claimed, run: taken.rows[0].runs as number } };
+  return { type: 'in_progress', recordId: row.id, expiresAt: row.expires_at as Date };
 }
