@@ -59,8 +59,6 @@ export type IdempotencyDecision =
 export class IdempotencyCoordinator {
   /** This store's runs in flight, which a graceful shutdown waits for. */
   private readonly inFlight: InFlightRuns;
-  /** The store's single-commit claim, bound at the first (a clear error where it has none). */
-  private claimInTransaction?: NonNullable<IdempotencyStore['claimInTransaction']>;
 
   constructor(
     private readonly options: ResolvedIdempotencyOptions,
@@ -125,7 +123,7 @@ export class IdempotencyCoordinator {
       outcome = await (peek?.(scope, requestHash) ??
         telemetry.claim(scope, () =>
           route.transactional === 'single'
-            ? (this.claimInTransaction ??= claimInTransaction(this.store))(request)
+            ? claimInTransaction(this.store, request)
             : this.store.claim(request),
         ));
     } catch (err) {

@@ -21,9 +21,11 @@ function unsupported(store: IdempotencyStore, where: string, single = false): Er
 /** The store's single-commit claim; a clear error for a store without it. */
 export function claimInTransaction(
   store: IdempotencyStore,
-): NonNullable<IdempotencyStore['claimInTransaction']> {
+  req: Parameters<NonNullable<IdempotencyStore['claimInTransaction']>>[0],
+): ReturnType<NonNullable<IdempotencyStore['claimInTransaction']>> {
   if (!store.claimInTransaction) throw unsupported(store, 'this route', true);
-  return store.claimInTransaction.bind(store);
+  // Looked up per call, not bound once: a wrapper or spy put on the store later is used.
+  return store.claimInTransaction(req);
 }
 
 /** The store's transaction for a transactional route; a clear error for a store without any. */

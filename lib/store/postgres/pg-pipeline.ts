@@ -8,6 +8,7 @@ import {
 } from './pg-deadline.js';
 
 interface PipelineCapable {
+  end?(): Promise<void>;
   pipeline?: boolean;
   _sentQueryQueue?: unknown[];
   connection?: { stream?: { cork?(): void; uncork?(): void; destroy?(): void } };
@@ -25,6 +26,13 @@ function sharedDeadline(pg: PipelineCapable, ms: number) {
   const deadline: SharedDeadline = { expired: false };
   const timer = setTimeout(() => {
     deadline.expired = true;
+    // Ended first, as a statement's own timeout did: pg then sees the close as asked for and
+    // emits no 'error' (an app listening on its connections would report a lost connection).
+    try {
+      Promise.resolve(pg.end?.()).catch(() => undefined);
+    } catch {
+      // Best effort: the socket is destroyed below anyway.
+    }
     pg.connection?.stream?.destroy?.();
   }, ms);
   return { deadline, clear: () => clearTimeout(timer) };
