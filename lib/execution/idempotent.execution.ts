@@ -483,13 +483,15 @@ export class IdempotentExecution implements UnansweredRun {
     );
   }
 
-  /** A failed commit throws; a failed rollback does not (a dead connection rolls back anyway). */
-  private async endTransaction(commit: boolean): Promise<void> {
+  /**
+   * A failed commit throws; a failed rollback does not (a dead connection rolls back anyway). Not
+   * async: a single-commit run, committed with its record, has an ended promise to give.
+   */
+  private endTransaction(commit: boolean): Promise<void> | undefined {
     const tx = this.transaction;
-    if (!tx) return;
+    if (!tx) return undefined;
     this.transaction = undefined;
-    if (commit) await tx.commit();
-    else await tx.rollback().catch(() => undefined);
+    return commit ? tx.commit() : tx.rollback().catch(() => undefined);
   }
 
   private async release(reason: string): Promise<void> {

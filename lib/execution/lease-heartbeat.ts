@@ -8,7 +8,8 @@ import type { IdempotencyStore, Lease } from '../interfaces/idempotency-store.in
  */
 export class LeaseHeartbeat {
   private timer?: NodeJS.Timeout;
-  private renewing: Promise<unknown> = Promise.resolve();
+  /** The last renewal sent; none for a run that never renewed (no promise made per run). */
+  private renewing?: Promise<unknown>;
 
   constructor(
     private readonly store: IdempotencyStore,

@@ -12,6 +12,7 @@ import {
 } from './single-commit-bound.js';
 
 const UNIQUE_VIOLATION = '23505';
+const ENDED = Promise.resolve();
 
 /** A single-commit transaction: the handler's handle, and the store's way to end it with a write. */
 export interface SingleCommit<TManager = unknown> {
@@ -81,12 +82,15 @@ export function singleCommitTransaction<TManager>(
       }
     }) as TransactionClient['query'],
   };
-  const end = async (text: 'COMMIT' | 'ROLLBACK') => {
-    if (!open) {
-      await ending;
+  const end = (text: 'COMMIT' | 'ROLLBACK'): Promise<void> => {
+    if (open) return endOpen(text);
+    // Ended already: committed with its record (commitWith), or aborted and being rolled back.
+    if (abortedBy === undefined) return ENDED;
+    return Promise.resolve(ending).then(() => {
       if (text === 'COMMIT' && abortedBy) throw abortedBy;
-      return;
-    }
+    });
+  };
+  const endOpen = async (text: 'COMMIT' | 'ROLLBACK') => {
     stopWatching();
     try {
       await queryWithin(client, { text, values: [] }, timeoutMs);
