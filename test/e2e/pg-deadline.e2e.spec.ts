@@ -138,8 +138,11 @@ describe('pipelineWithin against a hanging PostgreSQL (one deadline for the stat
       const hung = await pipelineWithin(client, [select, select], TIMEOUT_MS * 3);
       // The store's deadline, not the connection's shorter one, as for a statement on its own.
       expect(Date.now() - started).toBeGreaterThanOrEqual(TIMEOUT_MS * 3 - 5);
-      for (const s of hung)
-        expect((s as PromiseRejectedResult).reason).toBeInstanceOf(StoreTimeoutError);
+      expect(hung.map((s) => s.status)).toEqual(['rejected', 'rejected']);
+      // The first statement's own timer fired; the socket it destroyed may fail the second
+      // before that one's timer does (as before the shared deadline: either way the store
+      // answers 503, and a completion's outcome is unknown).
+      expect((hung[0] as PromiseRejectedResult).reason).toBeInstanceOf(StoreTimeoutError);
     } finally {
       proxy.resume();
       client.release(new Error('hung'));
