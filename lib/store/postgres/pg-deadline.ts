@@ -163,6 +163,18 @@ export function bound(statement: { name?: string; text: string }, values: unknow
   return { name: statement.name, text: statement.text, values };
 }
 
+/**
+ * Ends a connection whose statement timed out, best effort: its socket is destroyed (by pg, or
+ * by the caller) whatever `end()` does, so a throw or a rejection here changes nothing.
+ */
+export function endQuietly(client: { end?(): Promise<void> }): void {
+  try {
+    Promise.resolve(client.end?.()).catch(ignoreError);
+  } catch {
+    // See above: the socket goes anyway.
+  }
+}
+
 /** One timer for statements sent together; `expired` once it fired (see `pipelineWithin`). */
 export interface SharedDeadline {
   expired: boolean;
@@ -215,11 +227,7 @@ export function submitWithin(
     if (err === undefined) return done(undefined, result);
     const late = shared?.expired || (err as Error | undefined)?.message === 'Query read timeout';
     if (!late) return done(err);
-    try {
-      Promise.resolve(client.end?.()).catch(ignoreError);
-    } catch {
-      // Ending it is best effort: its socket is destroyed by pg already.
-    }
+    endQuietly(client);
     done(new StoreTimeoutError(config.name ?? 'a statement', ms));
   };
   const callback: StatementCallback = (err, result) => settle(err ?? undefined, result);

@@ -1,4 +1,5 @@
 import {
+  endQuietly,
   type Queryable,
   type QueryConfig,
   type QueryResult,
@@ -28,11 +29,7 @@ function sharedDeadline(pg: PipelineCapable, ms: number) {
     deadline.expired = true;
     // Ended first, as a statement's own timeout did: pg then sees the close as asked for and
     // emits no 'error' (an app listening on its connections would report a lost connection).
-    try {
-      Promise.resolve(pg.end?.()).catch(() => undefined);
-    } catch {
-      // Best effort: the socket is destroyed below anyway.
-    }
+    endQuietly(pg);
     pg.connection?.stream?.destroy?.();
   }, ms);
   return { deadline, clear: () => clearTimeout(timer) };
