@@ -8,9 +8,28 @@ import { createHook } from 'node:async_hooks';
 
 let counting = false;
 const byType = {};
+// With BENCH_ASYNC_SITES set: promises and timers also by the first frame outside Node's own
+// code and rxjs that created them (slow: a stack per resource; the counts stay exact).
+const sites = process.env.BENCH_ASYNC_SITES ? {} : undefined;
+const siteOf = () => {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 16;
+  const stack = new Error().stack.split('\n').slice(3);
+  Error.stackTraceLimit = limit;
+  const frame = stack.find((l) => !/node:|async_hooks|rxjs/.test(l)) ?? stack[0] ?? '';
+  return frame
+    .trim()
+    .replace(/^at /, '')
+    .replace(/file:\/\/|\/[^ (]*\/(node_modules|dist-bench)\//g, '');
+};
 createHook({
   init(_id, type) {
-    if (counting) byType[type] = (byType[type] ?? 0) + 1;
+    if (!counting) return;
+    byType[type] = (byType[type] ?? 0) + 1;
+    if (sites && (type === 'PROMISE' || type === 'Timeout')) {
+      const key = `${type} ${siteOf()}`;
+      sites[key] = (sites[key] ?? 0) + 1;
+    }
   },
 }).enable();
 
@@ -22,6 +41,6 @@ process.on('SIGUSR2', () => {
   counting = false;
   const out = process.env.BENCH_ASYNC_OUT;
   // Written aside, then renamed: the bench reads it as soon as it appears.
-  fs.writeFileSync(`${out}.partial`, JSON.stringify(byType));
+  fs.writeFileSync(`${out}.partial`, JSON.stringify(sites ? { ...byType, sites } : byType));
   fs.renameSync(`${out}.partial`, out);
 });

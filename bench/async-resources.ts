@@ -3,6 +3,8 @@
  * [--requests 2000] [--connections 8]`: async resources created per request in each variant's
  * server after the warm-up, by type (promises, timers, `process.nextTick` ticks, immediates), from
  * an async_hooks `init` count. Exact and repeatable: what a lever saves in promises or timers.
+ * `--sites on`: also each promise's and timer's creating frame (the first outside Node and rxjs),
+ * per request, the `--top` most frequent.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -12,12 +14,13 @@ import { toolArgs } from './tool-args.js';
 import { BenchDatabase } from './database.js';
 import { countInServer } from './signalled-window.js';
 
-const { variants, scenario, n } = toolArgs('raw-single,module-single', {
-  requests: 2000,
-  warmup: 1000,
-  connections: 8,
-});
-const { requests, warmup, connections } = n;
+const { variants, scenario, n, args } = toolArgs(
+  'raw-single,module-single',
+  { requests: 2000, warmup: 1000, connections: 8, top: 30 },
+  ['sites'],
+);
+const { requests, warmup, connections, top } = n;
+if (args.get('sites') === 'on') process.env.BENCH_ASYNC_SITES = '1';
 const preload = fileURLToPath(new URL('./async-resources.preload.mjs', import.meta.url));
 const SHOWN = ['PROMISE', 'Timeout', 'TickObject', 'Immediate'];
 
@@ -39,11 +42,17 @@ try {
       requests,
       connections,
     });
-    const byType = JSON.parse(written) as Record<string, number>;
+    const { sites, ...byType } = JSON.parse(written) as Record<string, number> & {
+      sites?: Record<string, number>;
+    };
     const per = (type: string) => ((byType[type] ?? 0) / requests).toFixed(2);
     console.log(
       `${variant.padEnd(17)} per request: ${SHOWN.map((t) => `${t} ${per(t)}`).join(', ')}`,
     );
+    const bySite = Object.entries(sites ?? {}).sort((a, b) => b[1] - a[1]);
+    for (const [site, count] of bySite.slice(0, top)) {
+      console.log(`  ${(count / requests).toFixed(2).padStart(6)}  ${site}`);
+    }
   }
 } finally {
   await rm(dir, { recursive: true, force: true });
