@@ -1,0 +1,48 @@
+// A server with no database and no Nest, for `npm run bench:gc-floor`: what the HTTP layer alone
+// leaves to the garbage collector per request. Started with the GC observer preloaded; prints its
+// port. BENCH_FLOOR says which server:
+// - node-http: node:http answering from the request callback;
+// - node-http-prototype: the same, giving the request and the response a prototype of their own
+//   as Express 5 does on every request (`Object.setPrototypeOf(req, app.request)`, same for res);
+// - express: an Express 5 app with one route, no middleware, answering with `res.json`;
+// - node-http-weakmap: node:http keeping an 8 KB value per request in a WeakMap keyed by the
+//   request, never deleted (what a per-request WeakMap entry costs until its key dies).
+import http from 'node:http';
+import { createRequire } from 'node:module';
+
+const floor = process.env.BENCH_FLOOR ?? 'node-http';
+const answer = (res) => {
+  res.statusCode = 201;
+  res.setHeader('content-type', 'application/json');
+  res.end('{"ok":true}');
+};
+const servers = {
+  'node-http': () => http.createServer((_req, res) => answer(res)),
+  'node-http-prototype': () => {
+    const request = Object.create(http.IncomingMessage.prototype);
+    const response = Object.create(http.ServerResponse.prototype);
+    return http.createServer((req, res) => {
+      Object.setPrototypeOf(req, request);
+      Object.setPrototypeOf(res, response);
+      answer(res);
+    });
+  },
+  express: () => {
+    const express = createRequire(import.meta.url)('express');
+    const app = express();
+    app.post('/payments', (_req, res) => res.status(201).json({ ok: true }));
+    return http.createServer(app);
+  },
+  'node-http-weakmap': () => {
+    const kept = new WeakMap();
+    return http.createServer((req, res) => {
+      kept.set(req, new Array(1000).fill(1.5));
+      answer(res);
+    });
+  },
+};
+const make = servers[floor];
+if (!make) throw new Error(`BENCH_FLOOR: one of ${Object.keys(servers).join(', ')}`);
+const server = make();
+server.listen(0, '127.0.0.1', () => console.log(`PORT ${server.address().port}`));
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
