@@ -1,11 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import {
-  DeadlinePool,
-  queryWithin,
-  StoreTimeoutError,
-  type Pool,
-} from '../../lib/store/postgres/pg-deadline.js';
+import { queryWithin, StoreTimeoutError, type Pool } from '../../lib/store/postgres/pg-deadline.js';
+import { DeadlinePool } from '../../lib/store/postgres/deadline-pool.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 import { TcpProxy } from '../fixtures/tcp-proxy.js';
 import { pipelineWithin } from '../../lib/store/postgres/pg-pipeline.js';

@@ -4,7 +4,8 @@ import {
   lazyTransaction,
   type StoreTransaction,
 } from '../../lib/store/postgres/lazy-transaction.js';
-import { DeadlinePool, type Pool } from '../../lib/store/postgres/pg-deadline.js';
+import { DeadlinePool } from '../../lib/store/postgres/deadline-pool.js';
+import type { Pool } from '../../lib/store/postgres/pg-deadline.js';
 import { typeormTransactions } from '../../lib/store/postgres/typeorm-transactions.adapter.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 

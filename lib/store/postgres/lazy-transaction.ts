@@ -1,13 +1,13 @@
 import type { IdempotencyTransaction } from '../../interfaces/idempotency-store.interface.js';
 import type { TransactionClient } from '../../interfaces/transaction-adapter.interface.js';
 import {
-  type DeadlinePool,
   type PoolClient,
   type Queryable,
   type QueryConfig,
   type QueryResult,
   queryWithin,
 } from './pg-deadline.js';
+import type { DeadlinePool } from './deadline-pool.js';
 
 /** A transaction the store opened: the handler's handle, and the store's own way into it. */
 export interface StoreTransaction<TManager> {

@@ -3,7 +3,8 @@ import type { ClaimOutcome, ClaimRequest } from '../../interfaces/idempotency-st
 import { telemetry } from '../../telemetry/idempotency.telemetry.js';
 import { underContention } from './claim-contention.js';
 import type { IdempotencyStatements } from './idempotency.sql.js';
-import { bound, type DeadlinePool } from './pg-deadline.js';
+import type { DeadlinePool } from './deadline-pool.js';
+import { bound } from './pg-deadline.js';
 import { scopeLockKey } from './scope-lock.js';
 import { claimedScope, type ExistingRow, existingOutcome, takeover } from './scope-row.js';
 import type { StoredResponseCodec } from './stored-response.codec.js';

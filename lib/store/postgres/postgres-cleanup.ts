@@ -1,7 +1,8 @@
 import { CLEANUP_RUNS_MIN_RETENTION_SECONDS } from '../../idempotency.defaults.js';
 import type { CleanupResult } from '../../interfaces/idempotency-store.interface.js';
 import type { IdempotencyStatements } from './idempotency.sql.js';
-import { type DeadlinePool, queryWithin } from './pg-deadline.js';
+import type { DeadlinePool } from './deadline-pool.js';
+import { queryWithin } from './pg-deadline.js';
 
 /**
  * Deletes expired records, archived records, replay and refusal rows in bounded batches (each

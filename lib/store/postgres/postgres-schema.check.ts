@@ -1,6 +1,6 @@
 import { quoteTable } from './idempotency.sql.js';
 import { REQUIRED_COLUMNS, tableNames } from './table-names.js';
-import type { DeadlinePool } from './pg-deadline.js';
+import type { DeadlinePool } from './deadline-pool.js';
 import { topologyProblems } from './topology-check.js';
 import type { ClientFactory } from './transaction-pooler.probe.js';
 

@@ -1,4 +1,4 @@
-import type { DeadlinePool } from './pg-deadline.js';
+import type { DeadlinePool } from './deadline-pool.js';
 import { type ClientFactory, probeTransactionPooler } from './transaction-pooler.probe.js';
 
 /** A single-commit claim found its transaction read-only: its record could never be written. */
