@@ -7,7 +7,6 @@ import {
   type QueryResult,
   queryWithin,
   StoreTimeoutError,
-  submitWithin,
 } from './pg-deadline.js';
 
 /**
@@ -31,35 +30,12 @@ export class DeadlinePool {
   ) {}
 
   /** One statement on a pooled connection, like `pool.query`, within the deadline. */
-  query(config: QueryConfig): Promise<QueryResult> {
-    const pool = this.checkedPool();
-    if (pool instanceof Error) return Promise.reject(pool);
-    if (!handsOverAtOnce(pool) || !takesCallback(pool)) return this.queryAfterCheckout(config);
-    // pg's pool by callback, the connection handed over at once: one promise per statement
-    // instead of five (pg-pool's two, the checkout's, this method's and the statement's).
-    const started = performance.now();
-    return new Promise((resolve, reject) =>
-      (pool as unknown as CallbackPool).connect((err, client) => {
-        if (err || !client) return reject(err ?? new Error('nestjs-pg-idempotency: no connection'));
-        const checkedOut = guarded(client);
-        submitWithin(checkedOut, config, this.left(started), (failed, result) => {
-          try {
-            // As pg's pool.query does: an error removes the connection (and ends a hung one).
-            checkedOut.release(failed === undefined ? undefined : (failed as Error));
-          } catch (releaseFailed) {
-            return reject(releaseFailed as Error);
-          }
-          return failed === undefined ? resolve(result as QueryResult) : reject(failed);
-        });
-      }),
-    );
-  }
-
-  private async queryAfterCheckout(config: QueryConfig): Promise<QueryResult> {
+  async query(config: QueryConfig): Promise<QueryResult> {
     const started = performance.now();
     const client = await this.connect();
+    const left = Math.max(1, Math.round(this.timeoutMs - (performance.now() - started)));
     try {
-      const result = await queryWithin(client, config, this.left(started));
+      const result = await queryWithin(client, config, left);
       client.release();
       return result;
     } catch (err) {
@@ -88,15 +64,10 @@ export class DeadlinePool {
     return idleCount > waitingCount || totalCount < (poolMax(pool) ?? 10);
   }
 
-  /** What is left of the deadline for the statement, after its checkout began at `started`. */
-  private left(started: number): number {
-    return Math.max(1, Math.round(this.timeoutMs - (performance.now() - started)));
-  }
-
-  /** The pool, watched for new connections; an error once too many checkouts were given up on. */
-  private checkedPool(): Pool | StoreTimeoutError {
+  /** A pooled connection within the deadline; the caller releases it (`release(err)` on errors). */
+  connect(): Promise<PoolClient> {
     if (this.abandoned >= MAX_ABANDONED_CHECKOUTS) {
-      return new StoreTimeoutError('a connection request', this.timeoutMs);
+      return Promise.reject(new StoreTimeoutError('a connection request', this.timeoutMs));
     }
     const pool = this.pool();
     if (!this.watched.has(pool)) {
@@ -107,16 +78,12 @@ export class DeadlinePool {
       // process. Errors of a checked-out connection reach its queries anyway.
       pool.on?.('connect', (client) => void guarded(client));
     }
-    return pool;
-  }
-
-  /** A pooled connection within the deadline; the caller releases it (`release(err)` on errors). */
-  connect(): Promise<PoolClient> {
-    const pool = this.checkedPool();
-    if (pool instanceof Error) return Promise.reject(pool);
     // An idle connection for every waiter ahead and this one: pg-pool hands it over on the next
     // tick, before any I/O could take it away, so there is nothing to time (one timer less).
-    if (handsOverAtOnce(pool)) return pool.connect().then(guarded);
+    const { idleCount, waitingCount } = pool as { idleCount?: number; waitingCount?: number };
+    if (idleCount !== undefined && waitingCount !== undefined && idleCount > waitingCount) {
+      return pool.connect().then(guarded);
+    }
     return new Promise((resolve, reject) => {
       let late = false;
       const timer = setTimeout(() => {
@@ -144,24 +111,6 @@ export class DeadlinePool {
       );
     });
   }
-}
-
-/** pg-pool's counts say an idle connection is there for every waiter ahead and this one. */
-function handsOverAtOnce(pool: Pool): boolean {
-  const { idleCount, waitingCount } = pool as { idleCount?: number; waitingCount?: number };
-  return idleCount !== undefined && waitingCount !== undefined && idleCount > waitingCount;
-}
-
-interface CallbackPool {
-  connect(callback: (err: Error | undefined, client: PoolClient | undefined) => void): void;
-}
-
-/**
- * pg's own pool, which answers `connect(callback)` by callback; another pool might take no
- * callback and return a promise, leaving the callback unanswered with no deadline running.
- */
-function takesCallback(pool: Pool): boolean {
-  return typeof (pool as { _pulseQueue?: unknown })._pulseQueue === 'function';
 }
 
 /** Connections that already carry `ignoreError` (it stays with them for their whole life). */

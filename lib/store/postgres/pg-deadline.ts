@@ -92,7 +92,9 @@ export function submitWithin(
   done: StatementDone,
   shared?: SharedDeadline,
 ): void {
-  const timed = telemetry.statement(config);
+  // Set inside the try below: a throw there (the app's meter provider) is the statement's error,
+  // reported through `done` like any other, never thrown at whoever submitted it.
+  let timed: () => void = ignoreError;
   // pg may call back twice for one statement (an error, then its ReadyForQuery).
   let settled = false;
   const settle = (err: unknown, result?: QueryResult) => {
@@ -111,6 +113,7 @@ export function submitWithin(
   };
   const callback: StatementCallback = (err, result) => settle(err ?? undefined, result);
   try {
+    timed = telemetry.statement(config);
     // Under a shared deadline, pg starts no timer of its own (0 and none on the connection).
     const own = shared ? 0 : ms;
     if (submitDescribedOnce(client, config, own, callback)) return;
