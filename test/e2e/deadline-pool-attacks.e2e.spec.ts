@@ -45,7 +45,6 @@ describe('DeadlinePool on an idle connection: subclassed pools, async context, h
   // A pg.Pool subclass whose connect() is promise-only (session setup on checkout).
   it('answers through a pg.Pool subclass whose connect() is promise-only, and leaks no connection', async () => {
     class SessionPool extends pg.Pool {
-      // eslint-disable-next-line @typescript-eslint/no-explicit-any
       override async connect(): Promise<any> {
         const client = await super.connect();
         await client.query("SET application_name = 'app'");
