@@ -3,6 +3,7 @@ export const ALL_VARIANTS = [
   'baseline',
   'raw-sql',
   'raw-sql-padded',
+  'store-direct',
   'raw-cache',
   'module',
   'module-nocache',

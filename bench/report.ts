@@ -100,6 +100,9 @@ const targetPairs: [VariantName, VariantName, ScenarioName][] = [
   ['module-single', 'raw-single', 'first'],
   // Issue 18: the plain-driver core no slower than the TypeORM path.
   ...plainDriverPairs,
+  // Issue 19: the distance to the floor split into the store's part and the rest's.
+  ['store-direct', 'raw-sql', 'first'],
+  ['module-pg', 'store-direct', 'first'],
 ];
 
 export function targetRatios(summary: CellSummary[], runs: CellRun[]): Ratio[] {
