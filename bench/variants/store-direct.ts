@@ -17,8 +17,7 @@ import {
   UseInterceptors,
 } from '@nestjs/common';
 import { catchError, from, mergeMap, type Observable, of } from 'rxjs';
-import { IDEMPOTENCY_DEFAULTS, PostgresIdempotencyStore } from '../../lib/index.js';
-import type { Lease } from '../../lib/index.js';
+import { IDEMPOTENCY_DEFAULTS, type Lease, PostgresIdempotencyStore } from '../../lib/index.js';
 import { benchController, createPool, insertPayment, serve } from './common.js';
 import { rawScope } from './raw-interceptor.js';
 
