@@ -1,15 +1,16 @@
 /**
  * `npm run bench:pair -- --variants module-single,raw-single [--scenario first|replay|nokey]
- * [--seconds 5] [--rounds 7] [--connections 16]`: the two variants loaded at the same time, each
- * by its own autocannon with the same number of connections, round after round (the start order
- * alternates). `npm run bench` runs its cells one after another, so whatever else the 2 cores do
- * in one cell and not in another lands in a ratio; two servers loaded together share every such
+ * [--seconds 5] [--rounds 8] [--connections 16] [--orders both|one]`: the two variants loaded at
+ * the same time, each by its own autocannon with the same number of connections, round after
+ * round. `npm run bench` runs its cells one after another, so whatever else the 2 cores do in one
+ * cell and not in another lands in a ratio; two servers loaded together share every such
  * moment. It is not the figure the targets are stated in: both servers are saturated and split
  * the cores, and PostgreSQL serves both pools at once. With `--orders both` (the default) the
- * second half of the rounds runs with the servers restarted in swapped positions: the tool run
- * against itself reads 0.97 one way (its first server slower), so one position alone biases a
- * ratio by ~3%. Prints the geometric mean of a/b over the rounds with its 95% bootstrap interval.
- * Writes bench/results/pair-<time>.json.
+ * second half of the rounds runs with the servers restarted in swapped positions (one run of the
+ * tool against itself in one position read 0.966: a lean of a few %, not established), and in
+ * each half the variants take turns starting first (rounds: a multiple of 4). Prints the geometric
+ * mean of a/b with a 95% bootstrap interval over the run's rounds (`ratio-interval.ts`: each
+ * half × start-order cell weighs the same). Writes bench/results/pair-<time>.json.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import type autocannon from 'autocannon';
@@ -23,14 +24,23 @@ import { toolArgs } from './tool-args.js';
 
 const { variants, scenario, n, args } = toolArgs(
   'module-single,raw-single',
-  { seconds: 5, rounds: 7, connections: 16 },
+  { seconds: 5, rounds: 8, connections: 16 },
   ['orders'],
 );
 const orders = args.get('orders') ?? 'both';
 if (orders !== 'both' && orders !== 'one') throw new Error('--orders both|one');
 if (variants.length !== 2)
   throw new Error('--variants a,b: exactly two (a,a runs the tool against itself)');
-const { seconds, rounds, connections } = n;
+const { seconds, connections } = n;
+if (!Number.isInteger(n.rounds)) throw new Error('--rounds must be a whole number');
+// Each variant's load starts first as often as the other's, in each position.
+const unit = orders === 'both' ? 4 : 2;
+const rounds = Math.ceil(n.rounds / unit) * unit;
+if (rounds !== n.rounds) {
+  console.log(
+    `${rounds} rounds (${n.rounds} asked): --orders ${orders} takes a multiple of ${unit}`,
+  );
+}
 const startedAt = new Date();
 
 const db = await BenchDatabase.create(
@@ -40,7 +50,7 @@ const servers: VariantServer[] = [];
 const cleanUp = cleanUpOnce(servers, db);
 
 // Per half and position, so `a,a` does not replay one set of records from two servers.
-const prefix = (half: number, slot: number) => `pair-${half}-${slot}-${variants[slot]}`;
+const prefix = (half: number, variant: number) => `pair-${half}-${variant}-${variants[variant]}`;
 const rps = (r: autocannon.Result) => r['2xx'] / r.duration;
 
 interface Round {
@@ -50,10 +60,12 @@ interface Round {
   ratio: number;
   /** The second half of `--orders both`: b's server was started first. */
   swapped: boolean;
+  /** a's load was started before b's in this round. */
+  aFirst: boolean;
 }
 const results: Round[] = [];
 const [a, b] = variants;
-const halves = orders === 'both' && rounds > 1 ? [false, true] : [false];
+const halves = orders === 'both' ? [false, true] : [false];
 try {
   console.log(
     `${scenario}: ${rounds} rounds × ${seconds} s, ${a} and ${b} loaded together, ${connections} connections each` +
@@ -72,10 +84,10 @@ try {
         }),
       );
     }
-    const load = (position: number, duration: number) =>
-      keyedLoad(servers[position].url, {
+    const load = (variant: number, duration: number) =>
+      keyedLoad(servers[slots.indexOf(variant)].url, {
         scenario,
-        prefix: prefix(half, slots[position]),
+        prefix: prefix(half, variant),
         connections,
         duration,
       });
@@ -83,45 +95,69 @@ try {
     for (const [position, server] of servers.entries()) {
       if (scenario === 'replay')
         await completeKeys(server.url, replayKeys(prefix(half, slots[position])));
-      await load(position, 3);
+      await load(slots[position], 3);
     }
-    const share = half === 0 ? Math.ceil(rounds / halves.length) : rounds - results.length;
-    for (let i = 0; i < share; i++) {
+    for (let i = 0; i < rounds / halves.length; i++) {
       const round = results.length + 1;
-      const startOrder = round % 2 === 1 ? [0, 1] : [1, 0];
-      const byStart = await Promise.all(startOrder.map((position) => load(position, seconds)));
-      const byPosition = round % 2 === 1 ? byStart : [byStart[1], byStart[0]];
-      const [ra, rb] = swapped ? [byPosition[1], byPosition[0]] : byPosition;
+      const aFirst = i % 2 === 0;
+      const [first, second] = await Promise.all(
+        (aFirst ? [0, 1] : [1, 0]).map((variant) => load(variant, seconds)),
+      );
+      const [ra, rb] = aFirst ? [first, second] : [second, first];
       // autocannon's `errors` include its timeouts.
       const failed = [ra, rb].reduce((sum, r) => sum + r.non2xx + r.errors, 0);
       if (failed > 0) throw new Error(`round ${round}: ${failed} responses were not 2xx or failed`);
-      const pair: Round = { round, rps: [rps(ra), rps(rb)], ratio: rps(ra) / rps(rb), swapped };
-      results.push(pair);
+      if (rps(ra) === 0 || rps(rb) === 0) throw new Error(`round ${round}: a server answered none`);
+      const ratio = rps(ra) / rps(rb);
+      results.push({ round, rps: [rps(ra), rps(rb)], ratio, swapped, aFirst });
       console.log(
-        `  round ${round}${swapped ? ' (swapped)' : ''}: ${a} ${pair.rps[0].toFixed(0)} req/s, ${b} ${pair.rps[1].toFixed(0)} req/s, ratio ${pair.ratio.toFixed(3)}`,
+        `  round ${round}${swapped ? ' (swapped)' : ''}: ${a} ${rps(ra).toFixed(0)} req/s, ${b} ${rps(rb).toFixed(0)} req/s, ratio ${ratio.toFixed(3)}`,
       );
     }
     // Requests cut off by the load's stop still finish their completion before the pools end.
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    await Promise.all(servers.splice(0).map((s) => s.stop()));
+    await Promise.all(servers.map((s) => s.stop()));
+    servers.length = 0;
   }
   const ratios = results.map((r) => r.ratio);
-  const { mean, low, high } = ratioInterval(ratios);
-  const byHalf = halves.map((swapped) =>
-    median(results.filter((r) => r.swapped === swapped).map((r) => r.ratio)).toFixed(3),
+  const cellsOf = (rows: Round[]) =>
+    [false, true].flatMap((swapped) =>
+      [true, false].map((aFirst) =>
+        rows.filter((r) => r.swapped === swapped && r.aFirst === aFirst).map((r) => r.ratio),
+      ),
+    );
+  const summary = ratioInterval(cellsOf(results));
+  const byHalf = halves.map(
+    (swapped) => ratioInterval(cellsOf(results.filter((r) => r.swapped === swapped))).mean,
   );
+  // Below 8 rounds a bootstrap interval is mostly the resampling's own artefact.
+  const interval =
+    rounds >= 8
+      ? `95% interval over this run's rounds ${summary.low.toFixed(3)}–${summary.high.toFixed(3)}`
+      : 'too few rounds for an interval';
   console.log(
-    `\n${a} / ${b}, ${scenario}, loaded together: geometric mean ${mean.toFixed(3)} ` +
-      `(95% interval ${low.toFixed(3)}–${high.toFixed(3)}); median ratio ${median(ratios).toFixed(3)} ` +
-      `(rounds ${Math.min(...ratios).toFixed(3)}–${Math.max(...ratios).toFixed(3)}` +
-      (halves.length === 2 ? `; medians ${byHalf[0]} as given, ${byHalf[1]} swapped` : '') +
-      `); median req/s ${median(results.map((r) => r.rps[0])).toFixed(0)} and ${median(results.map((r) => r.rps[1])).toFixed(0)}`,
+    `\n${a} / ${b}, ${scenario}, loaded together: geometric mean ${summary.mean.toFixed(3)} (${interval}` +
+      (halves.length === 2
+        ? `; ${byHalf[0].toFixed(3)} as given, ${byHalf[1].toFixed(3)} swapped`
+        : '') +
+      `); median ratio ${median(ratios).toFixed(3)} ` +
+      `(rounds ${Math.min(...ratios).toFixed(3)}–${Math.max(...ratios).toFixed(3)}); ` +
+      `median req/s ${median(results.map((r) => r.rps[0])).toFixed(0)} and ${median(results.map((r) => r.rps[1])).toFixed(0)}`,
   );
   const dir = new URL('../../bench/results/', import.meta.url);
   await mkdir(dir, { recursive: true });
   const file = new URL(`pair-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`, dir);
-  const settings = { variants, scenario, seconds, rounds, connections, orders };
-  await writeFile(file, JSON.stringify({ startedAt, settings, results }, null, 2) + '\n');
+  const settings = {
+    variants,
+    scenario,
+    seconds,
+    rounds,
+    roundsAsked: n.rounds,
+    connections,
+    orders,
+  };
+  const json = { startedAt, settings, summary, results };
+  await writeFile(file, JSON.stringify(json, null, 2) + '\n');
   console.log(`results: ${file.pathname}`);
 } finally {
   if (servers.length > 0) await new Promise((resolve) => setTimeout(resolve, 1000));
