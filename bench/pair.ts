@@ -16,7 +16,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import type autocannon from 'autocannon';
 import { BenchDatabase } from './database.js';
 import { keyedLoad, replayKeys } from './keyed-load.js';
-import { ratioInterval } from './ratio-interval.js';
+import { cellMean, ratioInterval } from './ratio-interval.js';
 import { median } from './report.js';
 import { completeKeys } from './scenarios.js';
 import { cleanUpOnce, startVariant, type VariantServer } from './servers.js';
@@ -127,8 +127,8 @@ try {
       ),
     );
   const summary = ratioInterval(cellsOf(results));
-  const byHalf = halves.map(
-    (swapped) => ratioInterval(cellsOf(results.filter((r) => r.swapped === swapped))).mean,
+  const byHalf = halves.map((swapped) =>
+    cellMean(cellsOf(results.filter((r) => r.swapped === swapped))),
   );
   // Below 8 rounds a bootstrap interval is mostly the resampling's own artefact.
   const interval =

@@ -12,17 +12,28 @@ export interface RatioInterval {
   high: number;
 }
 
-/** 5 000 resamples with a fixed seed: the same rounds always give the same interval. */
-export function ratioInterval(
-  cells: readonly (readonly number[])[],
-  resamples = 5000,
-): RatioInterval {
+const meanOf = (values: readonly number[]) => values.reduce((s, v) => s + v, 0) / values.length;
+
+function logCells(cells: readonly (readonly number[])[]): number[][] {
   const logs = cells.filter((cell) => cell.length > 0).map((cell) => cell.map(Math.log));
   if (logs.length === 0) throw new Error('ratioInterval: no rounds');
   for (const value of logs.flat()) {
     if (!Number.isFinite(value)) throw new Error('ratioInterval: a ratio is not finite and > 0');
   }
-  const meanOf = (values: readonly number[]) => values.reduce((s, v) => s + v, 0) / values.length;
+  return logs;
+}
+
+/** The geometric mean alone, each cell weighing the same: `ratioInterval(cells).mean`, no resampling. */
+export function cellMean(cells: readonly (readonly number[])[]): number {
+  return Math.exp(meanOf(logCells(cells).map(meanOf)));
+}
+
+/** 5 000 resamples with a fixed seed: the same rounds always give the same interval. */
+export function ratioInterval(
+  cells: readonly (readonly number[])[],
+  resamples = 5000,
+): RatioInterval {
+  const logs = logCells(cells);
   let seed = 0x2545f491;
   // xorshift32: deterministic and good enough to pick rounds.
   const pick = (n: number) => {

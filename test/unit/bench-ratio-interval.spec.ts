@@ -1,6 +1,6 @@
 /** The interval `npm run bench:pair` prints: the geometric mean of its rounds' ratios and where 95% of resamples fall. */
 import { describe, expect, it } from '@jest/globals';
-import { ratioInterval } from '../../bench/ratio-interval.js';
+import { cellMean, ratioInterval } from '../../bench/ratio-interval.js';
 
 const ROUNDS = [0.73, 0.86, 0.91, 1.1, 0.88, 0.79, 0.95, 0.84, 0.9, 1.02, 0.81, 0.87];
 const logMean = (values: number[]) => values.reduce((s, r) => s + Math.log(r), 0) / values.length;
@@ -54,5 +54,13 @@ describe('ratioInterval', () => {
     expect(() => ratioInterval([[]])).toThrow('no rounds');
     expect(() => ratioInterval([[0.9, Infinity]])).toThrow('not finite');
     expect(() => ratioInterval([[0.9, 0]])).toThrow('not finite');
+  });
+
+  it('gives the mean alone, as the interval has it, without resampling (each half of a pair)', () => {
+    const cells = [ROUNDS.slice(0, 3), ROUNDS.slice(3)];
+    expect(cellMean(cells)).toBeCloseTo(ratioInterval(cells).mean, 12);
+    expect(cellMean([[0.8, 0.8, 0.8, 0.8, 0.8, 0.8], [1.0]])).toBeCloseTo(Math.sqrt(0.8), 12);
+    expect(() => cellMean([])).toThrow('no rounds');
+    expect(() => cellMean([[0.9, -1]])).toThrow('not finite');
   });
 });
