@@ -10,15 +10,14 @@
  * tool against itself in one position read 0.966: a lean of a few %, not established), and in
  * each half the variants take turns starting first (rounds: a multiple of 4). Prints the geometric
  * mean of a/b with a 95% bootstrap interval over the run's rounds (`ratio-interval.ts`: each
- * half × start-order cell weighs the same). Beside it, the same mean and interval of the Node
- * CPU each server spent per answer (b's over a's, from /proc, all threads): where the two servers
- * are not both CPU-bound, the one that asks more of the cores is given more of them and the req/s
- * ratio leans to 1 (a cached replay: module took 1.2× raw-cache's CPU per answer at equal req/s).
- * Writes bench/results/pair-<time>.json.
+ * half × start-order cell weighs the same). Beside it (Linux), the same mean and interval of the
+ * Node CPU each server spent per answer, b's over a's (from /proc, all its threads): where the two
+ * servers are not both CPU-bound, the one that asks more of the cores is given more of them and
+ * the req/s ratio leans to 1. Writes bench/results/pair-<time>.json.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import type autocannon from 'autocannon';
-import { processCpuUs } from './cpu.js';
+import { perResponse, sampleCpu } from './cpu.js';
 import { BenchDatabase } from './database.js';
 import { keyedLoad, replayKeys } from './keyed-load.js';
 import { cellMean, ratioInterval } from './ratio-interval.js';
@@ -63,10 +62,10 @@ interface Round {
   /** In the order of `--variants`, whichever position each server had. */
   rps: [number, number];
   ratio: number;
-  /** Node CPU per 2xx answer, µs (utime + stime of the server's process, all its threads). */
-  cpuUs: [number, number];
+  /** Node CPU per 2xx answer, µs (utime + stime of the server's process, all its threads); null without /proc. */
+  cpuUs: [number, number] | null;
   /** b's CPU per answer over a's: > 1 where a costs the cores less. */
-  cpuRatio: number;
+  cpuRatio: number | null;
   /** The second half of `--orders both`: b's server was started first. */
   swapped: boolean;
   /** a's load was started before b's in this round. */
@@ -109,30 +108,31 @@ try {
     for (let i = 0; i < rounds / halves.length; i++) {
       const round = results.length + 1;
       const aFirst = i % 2 === 0;
-      const cpuOf = (variant: number) => {
-        const us = processCpuUs(servers[slots.indexOf(variant)].pid);
-        if (us === null) throw new Error(`${variants[variant]}: no CPU time in /proc`);
-        return us;
-      };
+      const cpuOf = (variant: number) => sampleCpu(servers[slots.indexOf(variant)].pid, []);
       const cpuBefore = [cpuOf(0), cpuOf(1)];
       const [first, second] = await Promise.all(
         (aFirst ? [0, 1] : [1, 0]).map((variant) => load(variant, seconds)),
       );
+      // As `npm run bench`'s cells: requests cut off by the stop finish inside the window.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const cpuAfter = [cpuOf(0), cpuOf(1)];
       const [ra, rb] = aFirst ? [first, second] : [second, first];
-      const cpuUs: [number, number] = [
-        (cpuOf(0) - cpuBefore[0]) / ra['2xx'],
-        (cpuOf(1) - cpuBefore[1]) / rb['2xx'],
-      ];
       // autocannon's `errors` include its timeouts.
       const failed = [ra, rb].reduce((sum, r) => sum + r.non2xx + r.errors, 0);
       if (failed > 0) throw new Error(`round ${round}: ${failed} responses were not 2xx or failed`);
       if (rps(ra) === 0 || rps(rb) === 0) throw new Error(`round ${round}: a server answered none`);
       const ratio = rps(ra) / rps(rb);
-      const cpuRatio = cpuUs[1] / cpuUs[0];
+      const [ca, cb] = [ra, rb].map(
+        (r, v) => perResponse(cpuBefore[v], cpuAfter[v], r['2xx']).server,
+      );
+      const cpuUs: [number, number] | null = ca && cb ? [ca, cb] : null;
+      const cpuRatio = cpuUs && cpuUs[1] / cpuUs[0];
       results.push({ round, rps: [rps(ra), rps(rb)], ratio, cpuUs, cpuRatio, swapped, aFirst });
       console.log(
-        `  round ${round}${swapped ? ' (swapped)' : ''}: ${a} ${rps(ra).toFixed(0)} req/s, ${b} ${rps(rb).toFixed(0)} req/s, ratio ${ratio.toFixed(3)}; ` +
-          `Node CPU per answer ${cpuUs[0].toFixed(0)} and ${cpuUs[1].toFixed(0)} µs`,
+        `  round ${round}${swapped ? ' (swapped)' : ''}: ${a} ${rps(ra).toFixed(0)} req/s, ${b} ${rps(rb).toFixed(0)} req/s, ratio ${ratio.toFixed(3)}` +
+          (cpuUs
+            ? `; Node CPU per answer ${cpuUs[0].toFixed(0)} and ${cpuUs[1].toFixed(0)} µs`
+            : ''),
       );
     }
     // Requests cut off by the load's stop still finish their completion before the pools end.
@@ -148,29 +148,40 @@ try {
       ),
     );
   const summary = ratioInterval(cellsOf(results));
-  const cpu = ratioInterval(cellsOf(results, (r) => r.cpuRatio));
-  const byHalf = halves.map((swapped) =>
-    cellMean(cellsOf(results.filter((r) => r.swapped === swapped))),
-  );
+  const withCpu = results.every((r) => r.cpuRatio !== null);
+  const cpuOfRound = (r: Round) => r.cpuRatio as number;
+  const cpu = withCpu ? ratioInterval(cellsOf(results, cpuOfRound)) : null;
+  const halfMeans = (of?: (r: Round) => number) =>
+    halves.map((swapped) =>
+      cellMean(
+        cellsOf(
+          results.filter((r) => r.swapped === swapped),
+          of,
+        ),
+      ),
+    );
+  const byHalf = halfMeans();
+  const halvesText = (means: number[]) =>
+    halves.length === 2 ? `; ${means[0].toFixed(3)} as given, ${means[1].toFixed(3)} swapped` : '';
   // Below 8 rounds a bootstrap interval is mostly the resampling's own artefact.
   const intervalOf = (r: { low: number; high: number }) =>
     rounds >= 8
       ? `95% interval over this run's rounds ${r.low.toFixed(3)}–${r.high.toFixed(3)}`
       : 'too few rounds for an interval';
-  const interval = intervalOf(summary);
   console.log(
-    `\n${a} / ${b}, ${scenario}, loaded together: geometric mean ${summary.mean.toFixed(3)} (${interval}` +
-      (halves.length === 2
-        ? `; ${byHalf[0].toFixed(3)} as given, ${byHalf[1].toFixed(3)} swapped`
-        : '') +
+    `\n${a} / ${b}, ${scenario}, loaded together: geometric mean ${summary.mean.toFixed(3)} (${intervalOf(summary)}` +
+      halvesText(byHalf) +
       `); median ratio ${median(ratios).toFixed(3)} ` +
       `(rounds ${Math.min(...ratios).toFixed(3)}–${Math.max(...ratios).toFixed(3)}); ` +
       `median req/s ${median(results.map((r) => r.rps[0])).toFixed(0)} and ${median(results.map((r) => r.rps[1])).toFixed(0)}`,
   );
-  console.log(
-    `Node CPU per answer, ${b}'s over ${a}'s: geometric mean ${cpu.mean.toFixed(3)} (${intervalOf(cpu)}); ` +
-      `median µs ${median(results.map((r) => r.cpuUs[0])).toFixed(0)} and ${median(results.map((r) => r.cpuUs[1])).toFixed(0)}`,
-  );
+  if (cpu) {
+    const cpuMedian = (v: number) => median(results.map((r) => (r.cpuUs as number[])[v]));
+    console.log(
+      `Node CPU per answer, ${b}'s over ${a}'s: geometric mean ${cpu.mean.toFixed(3)} (${intervalOf(cpu)}` +
+        `${halvesText(halfMeans(cpuOfRound))}); median µs ${cpuMedian(1).toFixed(0)} (${b}) and ${cpuMedian(0).toFixed(0)} (${a})`,
+    );
+  }
   const dir = new URL('../../bench/results/', import.meta.url);
   await mkdir(dir, { recursive: true });
   const file = new URL(`pair-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`, dir);
@@ -183,7 +194,8 @@ try {
     connections,
     orders,
   };
-  const json = { startedAt, settings, summary, cpu, results };
+  // summary: a's req/s over b's; cpuPerAnswerBOverA: b's Node CPU per answer over a's.
+  const json = { startedAt, settings, summary, cpuPerAnswerBOverA: cpu, results };
   await writeFile(file, JSON.stringify(json, null, 2) + '\n');
   console.log(`results: ${file.pathname}`);
 } finally {
