@@ -3,6 +3,7 @@ import express, { type Response } from 'express';
 import { request, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { holdResponse, type WireResponse } from '../../lib/transports/http/response-capture.js';
+import { silencePlatformReply } from '../../lib/transports/http/response-replay.js';
 
 const allow = new Set(['content-type']);
 const names = ['writeHead', 'write', 'end', 'flushHeaders'];
@@ -118,5 +119,62 @@ describe("holdResponse on an Express app's responses", () => {
     }
     expect(calls).toEqual(['writeHead', 'writeHead']);
     expect(captured).toHaveLength(2);
+  });
+});
+
+describe("silencePlatformReply on an Express app's responses", () => {
+  it('silences status/send/redirect on the replayed response only, with no own method and no change of prototype', async () => {
+    const seen: { own: string[]; sameProto: boolean; thrown: unknown }[] = [];
+    const { app, get } = await expressApp([
+      (res) => {
+        res.statusCode = 201;
+        res.end('replayed');
+        silencePlatformReply(res);
+        let thrown: unknown = null;
+        try {
+          res.status(500).send('late');
+          res.redirect(303, '/late');
+        } catch (e) {
+          thrown = e;
+        }
+        seen.push({
+          own: ['status', 'send', 'redirect'].filter((n) => Object.hasOwn(res, n)),
+          sameProto: Object.getPrototypeOf(res) === app.response,
+          thrown,
+        });
+      },
+      (res) => void res.status(202).send('plain'),
+      (res) => void res.redirect(303, '/next'),
+    ]);
+    expect(await get(0)).toEqual({ status: 201, body: 'replayed' });
+    expect(await get(1)).toEqual({ status: 202, body: 'plain' });
+    expect((await get(2)).status).toBe(303);
+    expect(await get(0)).toEqual({ status: 201, body: 'replayed' });
+    expect(seen).toEqual([
+      { own: [], sameProto: true, thrown: null },
+      { own: [], sameProto: true, thrown: null },
+    ]);
+  });
+
+  it('still silences a response once the app gives its response prototype its own send', async () => {
+    const sends: unknown[] = [];
+    const { app, get } = await expressApp([
+      (res) => {
+        res.statusCode = 201;
+        res.end('replayed');
+        silencePlatformReply(res);
+        res.status(500).send('late');
+      },
+      (res) => void res.send('plain'),
+    ]);
+    expect(await get(0)).toEqual({ status: 201, body: 'replayed' });
+    const send = app.response.send;
+    app.response.send = function (this: Response, body: unknown) {
+      sends.push(body);
+      return send.call(this, body);
+    } as typeof send;
+    expect(await get(0)).toEqual({ status: 201, body: 'replayed' });
+    expect(await get(1)).toEqual({ status: 200, body: 'plain' });
+    expect(sends).toEqual(['plain']);
   });
 });

@@ -2,7 +2,7 @@ import { Injectable, Logger, type OnModuleInit, Optional } from '@nestjs/common'
 import { HttpAdapterHost } from '@nestjs/core';
 import type { ServerResponse } from 'node:http';
 import type { WireResponse } from '../../execution/handler-outcome.js';
-import { headEntries, replayableHeaders } from './response-patch.js';
+import { headEntries, replayableHeaders } from './response-headers.js';
 
 /** Beside the response, not a new key on it (a slow-path store per request). */
 const slots = new WeakMap<ServerResponse, PreEncoding>();

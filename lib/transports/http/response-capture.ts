@@ -1,14 +1,8 @@
 import type { OutgoingHttpHeader, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { clientGone } from '../../request/http-adapter.utils.js';
 import type { HoldHooks, OutcomeCapture, WireResponse } from '../../execution/handler-outcome.js';
-import {
-  BODY_HEADERS,
-  copyHeadArgs,
-  headEntries,
-  patch,
-  type Patched,
-  replayableHeaders,
-} from './response-patch.js';
+import { BODY_HEADERS, copyHeadArgs, headEntries, replayableHeaders } from './response-headers.js';
+import { patch, type Patched } from './response-patch.js';
 import {
   beforeEncoding,
   serializedBeforeFailure,

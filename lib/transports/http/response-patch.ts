@@ -4,70 +4,6 @@ export type Method = (...args: unknown[]) => unknown;
 export type Patched = 'writeHead' | 'write' | 'end' | 'flushHeaders';
 export type Patchable = ServerResponse & Record<Patched, Method>;
 
-/** Headers describing the body (a replay takes them from storage only), and cookies (never replayed). */
-export const BODY_HEADERS = [
-  'set-cookie',
-  'content-length',
-  'content-type',
-  'content-encoding',
-  'transfer-encoding',
-  'etag',
-  'last-modified',
-];
-
-/**
- * `writeHead(status[, message][, headers])`'s headers argument, in the form it was given: an
- * object, or an array (Node's flat `[name, value, name, value]`, or `[name, value]` pairs).
- */
-export function headersArg(args: readonly unknown[]): object | undefined {
-  const last = args[args.length - 1];
-  return last && typeof last === 'object' ? last : undefined;
-}
-
-/** A copy of `writeHead`'s arguments whose headers argument is a copy of its own, same form. */
-export function copyHeadArgs(args: readonly unknown[]): unknown[] {
-  const headers = headersArg(args);
-  return args.map((a) =>
-    a !== headers
-      ? a
-      : Array.isArray(a)
-        ? a.map((e: unknown) => (Array.isArray(e) ? [...e] : e))
-        : { ...(a as object) },
-  );
-}
-
-/**
- * `writeHead`'s headers as name/value entries in the order given, whichever form they came in
- * (Node sets them one by one over the response's own, a later one of a name winning). Array
- * entries without a name are skipped, as Node does.
- */
-export function headEntries(args: readonly unknown[]): [string, unknown][] {
-  const headers = headersArg(args);
-  if (headers === undefined) return [];
-  if (!Array.isArray(headers)) return Object.entries(headers);
-  const entries: [string, unknown][] = [];
-  const pairs = Array.isArray(headers[0]);
-  for (let i = 0; i < headers.length; i += pairs ? 1 : 2) {
-    const [name, value] = pairs ? (headers[i] as unknown[]) : [headers[i], headers[i + 1]];
-    if (name) entries.push([String(name), value]);
-  }
-  return entries;
-}
-
-/** The allow-listed headers of `all` as they are stored: one string each, lists joined. */
-export function replayableHeaders(
-  all: object,
-  allow: ReadonlySet<string>,
-  except?: string,
-): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(all) as [string, unknown][]) {
-    if (!allow.has(name) || value === undefined || name === except) continue;
-    headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
-  }
-  return headers;
-}
-
 const PATCHED: readonly Patched[] = ['writeHead', 'write', 'end', 'flushHeaders'];
 /** The methods a patched response answers with, beside it rather than on it. */
 const patches = new WeakMap<object, Partial<Record<Patched, Method>>>();
@@ -111,13 +47,21 @@ function dispatchers(base: Patchable): Record<string, Method> {
 const layers = new WeakMap<object, object | null>();
 
 /**
+ * What Nest calls on the platform's response to reply to the route's return value: `status`
+ * and `send`, and for a `@Redirect()` route `redirect`. The layer answers them for a response
+ * silenced with `silenceThroughLayer` and passes them on for every other.
+ */
+export const PLATFORM_REPLY = ['status', 'send', 'redirect'] as const;
+const silencedReplies = new WeakSet<object>();
+
+/**
  * Express gives each response its app's own prototype (`app.response`, the one with an own
  * `app`): a layer of dispatchers put under it once serves every response of the app, so a
- * response is patched with no change to its prototype (two `setPrototypeOf` per response cost
- * ~4 µs and a new map each). The layer looks each method up above it on every call, so what is
- * patched there later still applies. Node's own prototypes are never changed: their responses
- * (Fastify's) get a child each. Returns what is above the layer, or null when the layer is not
- * (or no longer) what `base` resolves the methods through.
+ * response is patched or silenced with no change to its prototype (a `setPrototypeOf` per
+ * response costs ~2 µs, ~1 KB and a new map). The layer looks each method up above it on every
+ * call, so what is patched there later still applies. Node's own prototypes are never changed:
+ * their responses (Fastify's) get a child each. Returns what is above the layer, or null when
+ * the layer is not (or no longer) what `base` resolves through.
  */
 function layerUnder(base: object): Patchable | null {
   let layer = layers.get(base);
@@ -134,23 +78,62 @@ function layerUnder(base: object): Patchable | null {
     layers.set(base, layer);
   }
   if (layer === null || Object.getPrototypeOf(base) !== layer) return null;
-  for (const name of PATCHED) if (Object.hasOwn(base, name)) return null;
   return Object.getPrototypeOf(layer) as Patchable;
 }
 
-/** The layer's methods: the response's own patch, else the method `above` has now. */
+/** `method` named and sized as the one it stands for, for stack traces and code that looks. */
+function standIn(method: Method, name: string, original: Method | undefined): Method {
+  Object.defineProperty(method, 'name', { value: name });
+  Object.defineProperty(method, 'length', { value: original?.length ?? 0 });
+  return method;
+}
+
+/**
+ * The layer's methods: the response's own patch, else the method `above` has now; and the
+ * platform's reply methods `above` has, no-ops on a silenced response.
+ */
 function lookups(above: Patchable): Record<string, Method> {
   const methods: Record<string, Method> = {};
+  const methodsAbove = above as unknown as Record<string, Method | undefined>;
   for (const name of PATCHED) {
-    const method = function (this: Patchable, ...args: unknown[]) {
-      return (patches.get(this)?.[name] ?? above[name]).apply(this, args);
-    };
-    // Named and sized as the method it stands for, for stack traces and code that looks.
-    Object.defineProperty(method, 'name', { value: name });
-    Object.defineProperty(method, 'length', { value: above[name]?.length ?? 0 });
-    methods[name] = method;
+    methods[name] = standIn(
+      function (this: Patchable, ...args: unknown[]) {
+        return (patches.get(this)?.[name] ?? above[name]).apply(this, args);
+      },
+      name,
+      above[name],
+    );
+  }
+  for (const name of PLATFORM_REPLY) {
+    if (typeof methodsAbove[name] !== 'function') continue;
+    methods[name] = standIn(
+      function (this: object, ...args: unknown[]) {
+        return silencedReplies.has(this) ? this : methodsAbove[name]!.apply(this, args);
+      },
+      name,
+      methodsAbove[name],
+    );
   }
   return methods;
+}
+
+/**
+ * Makes the platform's reply methods no-ops on `res` through its app's layer, leaving its
+ * prototype alone. False where the layer does not decide them for `res` (no layer, a method
+ * missing from it, or one set on the app's prototype or on `res` itself).
+ */
+export function silenceThroughLayer(res: object): boolean {
+  const base = Object.getPrototypeOf(res) as object;
+  const above = layerUnder(base);
+  if (above === null) return false;
+  const layer = Object.getPrototypeOf(base) as object;
+  for (const name of PLATFORM_REPLY) {
+    if (!Object.hasOwn(layer, name) || Object.hasOwn(base, name) || Object.hasOwn(res, name)) {
+      return false;
+    }
+  }
+  silencedReplies.add(res);
+  return true;
 }
 
 function pick(res: Patchable): Record<Patched, Method> {
@@ -177,7 +160,7 @@ export function patch(res: ServerResponse, methods: Partial<Record<Patched, Meth
   }
   const base = Object.getPrototypeOf(target) as object;
   const above = layerUnder(base);
-  if (above !== null) {
+  if (above !== null && !PATCHED.some((name) => Object.hasOwn(base, name))) {
     patches.set(target, methods);
     return { original: pick(above), restore: () => void patches.delete(target) };
   }

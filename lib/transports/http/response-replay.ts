@@ -1,7 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import type { StoredResponse } from '../../interfaces/idempotency-store.interface.js';
 import { hijack, type PlatformResponse, rawResponse } from '../../request/http-adapter.utils.js';
-import { BODY_HEADERS, shadowPrototype } from './response-patch.js';
+import { BODY_HEADERS } from './response-headers.js';
+import { PLATFORM_REPLY, shadowPrototype, silenceThroughLayer } from './response-patch.js';
 
 /**
  * Answers with a stored response, written here whole; the platform's own reply of the
@@ -46,14 +47,6 @@ function returnThis(this: unknown): unknown {
   return this;
 }
 
-/**
- * What Nest calls on the platform's response to reply to the route's `undefined`: `status` and
- * `send`, and for a `@Redirect()` route `redirect` (Express's `res.redirect(status, url)`, which
- * sets `Location` on the ended response and throws ERR_HTTP_HEADERS_SENT; Fastify's
- * `reply.status(code).redirect(url)`).
- */
-const PLATFORM_REPLY = ['status', 'send', 'redirect'] as const;
-
 function noOps(): Record<string, typeof returnThis> {
   return Object.fromEntries(PLATFORM_REPLY.map((name) => [name, returnThis]));
 }
@@ -63,8 +56,10 @@ const silenced = new WeakMap<object, object>();
 
 /**
  * After a replay was written: Nest still replies to the `undefined` the route returned
- * (`status(code)` then `send()`, or `redirect()` for a `@Redirect()` route, on Express and
- * Fastify). They become no-ops on this response only, so the status seen by `finish` listeners
+ * (`status(code)` then `send()`, or `redirect()` for a `@Redirect()` route: Express's
+ * `res.redirect(status, url)` sets `Location` on the ended response and throws
+ * ERR_HTTP_HEADERS_SENT; Fastify's is `reply.status(code).redirect(url)`). They become no-ops on
+ * this response only (Express: through its app's layer; else a child prototype), so the status seen by `finish` listeners
  * (access logs) stays the replayed one, nothing is set on the ended response, and Fastify does
  * not build an "already sent" error per replay.
  */
@@ -73,6 +68,7 @@ export function silencePlatformReply(res: PlatformResponse): void {
     Object.assign(res, noOps());
     return;
   }
+  if (silenceThroughLayer(res as object)) return;
   shadowPrototype(res as object, silenced, noOps);
 }
 
