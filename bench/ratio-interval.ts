@@ -23,9 +23,12 @@ function logCells(cells: readonly (readonly number[])[]): number[][] {
   return logs;
 }
 
+/** Each cell's mean of logs, then their mean: every cell weighs the same. */
+const logMean = (logs: readonly (readonly number[])[]) => meanOf(logs.map(meanOf));
+
 /** The geometric mean alone, each cell weighing the same: `ratioInterval(cells).mean`, no resampling. */
 export function cellMean(cells: readonly (readonly number[])[]): number {
-  return Math.exp(meanOf(logCells(cells).map(meanOf)));
+  return Math.exp(logMean(logCells(cells)));
 }
 
 /** 5 000 resamples with a fixed seed: the same rounds always give the same interval. */
@@ -56,7 +59,7 @@ export function ratioInterval(
   // Symmetric ranks, so the interval of b/a is the mirror of a/b's.
   const lowRank = Math.floor(0.025 * (means.length - 1));
   return {
-    mean: Math.exp(meanOf(logs.map(meanOf))),
+    mean: Math.exp(logMean(logs)),
     low: Math.exp(means[lowRank]),
     high: Math.exp(means[means.length - 1 - lowRank]),
   };

@@ -156,7 +156,11 @@ describe("silencePlatformReply on an Express app's responses", () => {
     ]);
   });
 
-  it('still silences a response once the app gives its response prototype its own send', async () => {
+  /**
+   * A replayed response whose late `status(500).send('late')` must do nothing, then `send` is
+   * wrapped where `target(app)` says; the replay is still silenced and other responses pass.
+   */
+  async function silencedAfterWrapping(target: (app: express.Express) => { send: unknown }) {
     const sends: unknown[] = [];
     const { app, get } = await expressApp([
       (res) => {
@@ -168,13 +172,19 @@ describe("silencePlatformReply on an Express app's responses", () => {
       (res) => void res.send('plain'),
     ]);
     expect(await get(0)).toEqual({ status: 201, body: 'replayed' });
-    const send = app.response.send;
-    app.response.send = function (this: Response, body: unknown) {
+    const send = express.response.send;
+    target(app).send = function (this: Response, body: unknown) {
       sends.push(body);
       return send.call(this, body);
-    } as typeof send;
+    };
     expect(await get(0)).toEqual({ status: 201, body: 'replayed' });
     expect(await get(1)).toEqual({ status: 200, body: 'plain' });
     expect(sends).toEqual(['plain']);
-  });
+  }
+
+  it('still silences a response once the app gives its response prototype its own send', () =>
+    silencedAfterWrapping((app) => app.response));
+
+  it("still silences a response once other code replaces a method on the app's layer", () =>
+    silencedAfterWrapping((app) => Object.getPrototypeOf(app.response) as { send: unknown }));
 });

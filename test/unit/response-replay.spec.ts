@@ -73,4 +73,16 @@ describe('silencePlatformReply', () => {
     res.send('late');
     expect([calls, res.sent]).toEqual([[], []]);
   });
+
+  it('puts nothing under a prototype that is not a Node response, even one with its own `app` (fastify.decorateReply)', () => {
+    class DecoratedReply extends PlatformReply {}
+    Object.defineProperty(DecoratedReply.prototype, 'app', { value: {} });
+    const replayed = new DecoratedReply();
+    silencePlatformReply(replayed);
+    const other = new DecoratedReply();
+    expect(replayed.status(200).send('late').sent).toEqual([]);
+    expect(['writeHead', 'write', 'end', 'flushHeaders'].filter((n) => n in other)).toEqual([]);
+    other.status(201).send('body');
+    expect(other.sent).toEqual([201, 'body']);
+  });
 });

@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import { ServerResponse } from 'node:http';
 
 export type Method = (...args: unknown[]) => unknown;
 export type Patched = 'writeHead' | 'write' | 'end' | 'flushHeaders';
@@ -53,22 +53,25 @@ const layers = new WeakMap<object, object | null>();
  */
 export const PLATFORM_REPLY = ['status', 'send', 'redirect'] as const;
 const silencedReplies = new WeakSet<object>();
+/** The layers' own methods, so a method put on a layer by other code is not taken for one. */
+const standIns = new WeakSet<Method>();
 
 /**
  * Express gives each response its app's own prototype (`app.response`, the one with an own
  * `app`): a layer of dispatchers put under it once serves every response of the app, so a
  * response is patched or silenced with no change to its prototype (a `setPrototypeOf` per
  * response costs ~2 µs, ~1 KB and a new map). The layer looks each method up above it on every
- * call, so what is patched there later still applies. Node's own prototypes are never changed:
- * their responses (Fastify's) get a child each. Returns what is above the layer, or null when
- * the layer is not (or no longer) what `base` resolves through.
+ * call, so what is patched there later still applies. Only a prototype of Node's responses gets
+ * a layer, and Node's own prototypes never do: their responses (Fastify's raw ones) get a child
+ * each. Returns what is above the layer, or null when the layer is not (or no longer) what `base`
+ * resolves through.
  */
 function layerUnder(base: object): Patchable | null {
   let layer = layers.get(base);
   if (layer === undefined) {
     layer = null;
     const above = Object.getPrototypeOf(base) as Patchable | null;
-    if (Object.hasOwn(base, 'app') && above !== null) {
+    if (Object.hasOwn(base, 'app') && above instanceof ServerResponse) {
       const created = Object.create(
         above,
         Object.getOwnPropertyDescriptors(lookups(above)),
@@ -85,6 +88,7 @@ function layerUnder(base: object): Patchable | null {
 function standIn(method: Method, name: string, original: Method | undefined): Method {
   Object.defineProperty(method, 'name', { value: name });
   Object.defineProperty(method, 'length', { value: original?.length ?? 0 });
+  standIns.add(method);
   return method;
 }
 
@@ -118,17 +122,17 @@ function lookups(above: Patchable): Record<string, Method> {
 }
 
 /**
- * Makes the platform's reply methods no-ops on `res` through its app's layer, leaving its
- * prototype alone. False where the layer does not decide them for `res` (no layer, a method
- * missing from it, or one set on the app's prototype or on `res` itself).
+ * Makes the platform's reply methods no-ops on `res` (one with none of them as its own
+ * property) through its app's layer, leaving its prototype alone. False where the layer does not
+ * decide them (no layer, or one of them missing from it, replaced on it, or set on the app's
+ * prototype). Silencing goes by identity: a proxy or child of `res` is not silenced.
  */
-export function silenceThroughLayer(res: object): boolean {
+export function silenceThroughLayer(res: ServerResponse): boolean {
   const base = Object.getPrototypeOf(res) as object;
-  const above = layerUnder(base);
-  if (above === null) return false;
-  const layer = Object.getPrototypeOf(base) as object;
+  if (layerUnder(base) === null) return false;
+  const layer = Object.getPrototypeOf(base) as Record<string, Method>;
   for (const name of PLATFORM_REPLY) {
-    if (!Object.hasOwn(layer, name) || Object.hasOwn(base, name) || Object.hasOwn(res, name)) {
+    if (Object.hasOwn(base, name) || !Object.hasOwn(layer, name) || !standIns.has(layer[name])) {
       return false;
     }
   }

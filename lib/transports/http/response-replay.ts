@@ -51,7 +51,7 @@ function noOps(): Record<string, typeof returnThis> {
   return Object.fromEntries(PLATFORM_REPLY.map((name) => [name, returnThis]));
 }
 
-/** Per prototype (Express's app.response, Fastify's Reply): its child whose reply methods do nothing. */
+/** Per prototype the layer does not serve (Fastify's Reply): its child whose reply methods do nothing. */
 const silenced = new WeakMap<object, object>();
 
 /**
@@ -59,16 +59,18 @@ const silenced = new WeakMap<object, object>();
  * (`status(code)` then `send()`, or `redirect()` for a `@Redirect()` route: Express's
  * `res.redirect(status, url)` sets `Location` on the ended response and throws
  * ERR_HTTP_HEADERS_SENT; Fastify's is `reply.status(code).redirect(url)`). They become no-ops on
- * this response only (Express: through its app's layer; else a child prototype), so the status seen by `finish` listeners
- * (access logs) stays the replayed one, nothing is set on the ended response, and Fastify does
- * not build an "already sent" error per replay.
+ * this response only: through the app's dispatcher layer on Express, else through a child
+ * prototype. So the status seen by `finish` listeners (access logs) stays the replayed one,
+ * nothing is set on the ended response, and Fastify does not build an "already sent" error per
+ * replay.
  */
 export function silencePlatformReply(res: PlatformResponse): void {
   if (PLATFORM_REPLY.some((name) => Object.hasOwn(res, name))) {
     Object.assign(res, noOps());
     return;
   }
-  if (silenceThroughLayer(res as object)) return;
+  const raw = rawResponse(res);
+  if (raw === res && silenceThroughLayer(raw)) return;
   shadowPrototype(res as object, silenced, noOps);
 }
 
