@@ -116,10 +116,11 @@ RETURNING k.id, k.runs`,
       name: `idem_replays_${suffix}`,
       text: `WITH events AS (
   INSERT INTO ${replays} (record_id, replayed_at, expires_at, replay_count, first_replayed_at)
-  SELECT id, date_trunc('milliseconds', now() - make_interval(secs => last_ms / 1000)), expires, n,
+  SELECT id, date_trunc('milliseconds', now() - make_interval(secs => last_ms / 1000)),
+         to_timestamp(expires_ms / 1000), n,
          date_trunc('milliseconds', now() - make_interval(secs => first_ms / 1000))
-    FROM unnest($1::uuid[], $2::float8[], $3::timestamptz[], $4::int[], $5::float8[])
-      AS e (id, last_ms, expires, n, first_ms)
+    FROM unnest($1::uuid[], $2::float8[], $3::float8[], $4::int[], $5::float8[])
+      AS e (id, last_ms, expires_ms, n, first_ms)
   RETURNING record_id, replayed_at, replay_count
 ), per_record AS (
   SELECT record_id, sum(replay_count)::int AS n, max(replayed_at) AS last FROM events GROUP BY record_id

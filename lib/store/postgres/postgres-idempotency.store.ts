@@ -46,6 +46,7 @@ import { bound, poolMax, type QueryConfig, type QueryResult } from './pg-deadlin
 import { buildRecoveryPointStatements } from './recovery-points.sql.js';
 import { PostgresRecoveryPoints } from './postgres-recovery-points.js';
 import { LeaseConnection } from './lease-connection.js';
+import { arrayLiteral } from './array-literal.js';
 
 /** Options of `new PostgresIdempotencyStore(pool, tableName, options)`. */
 export interface PostgresIdempotencyStoreOptions<TManager> {
@@ -320,11 +321,11 @@ export class PostgresIdempotencyStore<
     if (replays.length === 0) return;
     await this.pool.query(
       bound(this.sql.recordReplays, [
-        replays.map((r) => r.recordId),
-        replays.map((r) => r.replayedMsAgo),
-        replays.map((r) => r.expiresAt),
-        replays.map((r) => r.count),
-        replays.map((r) => r.firstReplayedMsAgo),
+        arrayLiteral(replays.map((r) => r.recordId)),
+        arrayLiteral(replays.map((r) => Math.round(r.replayedMsAgo))),
+        arrayLiteral(replays.map((r) => r.expiresAt.getTime())),
+        arrayLiteral(replays.map((r) => r.count)),
+        arrayLiteral(replays.map((r) => Math.round(r.firstReplayedMsAgo))),
       ]),
     );
   }
