@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { PostgresIdempotencyStore, type Completion } from '../../lib/index.js';
 import { tableNames } from '../../lib/store/postgres/table-names.js';
 import { idempotencyStoreContract } from '../../lib/testing/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
 
 const t = tableNames('idempotency_keys');
+const TIMESTAMPTZ = 1184;
 let db: MigratedDatabase;
 beforeAll(async () => {
   db = await createMigratedDatabase('store_contract');
@@ -67,48 +69,68 @@ describe('PostgresIdempotencyStore columns', () => {
 
 describe('PostgresIdempotencyStore replay audit rows', () => {
   const store = () => new PostgresIdempotencyStore(db.dataSource, 'idempotency_keys');
-  const completed = async () => {
-    const s = store();
-    const outcome = await s.claim({
-      key: randomUUID(),
+  const claim = (key: string) =>
+    store().claim({
+      key,
       endpoint: 'POST /audit',
       userId: '',
       requestHash: 'b'.repeat(64),
       ttlSeconds: 60,
       leaseSeconds: 60,
     });
+  const completed = async () => {
+    const key = randomUUID();
+    const outcome = await claim(key);
     if (outcome.type !== 'claimed') throw new Error(outcome.type);
-    const done = await s.complete(outcome.lease, {
+    const done = await store().complete(outcome.lease, {
       statusCode: 201,
       headers: {},
       body: Buffer.from('{}'),
       transactionId: null,
       ttlSeconds: 60,
     });
-    return { id: outcome.lease.id, expiresAt: done!.expiresAt };
+    return { key, id: outcome.lease.id, expiresAt: done!.expiresAt };
   };
   const rows = (id: string) =>
     db.dataSource.query(
-      `SELECT expires_at, replay_count,
-              round(extract(epoch FROM replayed_at - first_replayed_at) * 1000) AS span_ms
-         FROM ${t.replays} WHERE record_id = $1`,
+      `SELECT r.replay_count, r.expires_at = date_trunc('milliseconds', k.expires_at) AS same_expiry,
+              extract(epoch FROM r.replayed_at - r.first_replayed_at) * 1000 AS span_ms
+         FROM ${t.replays} r JOIN ${t.records} k ON k.id = r.record_id WHERE r.record_id = $1`,
       [id],
-    ) as Promise<{ expires_at: Date; replay_count: number; span_ms: string }[]>;
+    ) as Promise<{ replay_count: number; same_expiry: boolean; span_ms: string }[]>;
 
-  it("writes each record's expiry and count, and its first and last replay a span apart", async () => {
+  it("writes each record's expiry to the ms (far future too), its count, and its first and last replay", async () => {
     const [a, b] = [await completed(), await completed()];
+    // An expiry a float8 of seconds cannot hold to the ms (to_timestamp(ms / 1000) gives .584999).
+    const far = new Date('2242-03-18T05:09:16.585Z');
+    await db.dataSource.query(`UPDATE ${t.records} SET expires_at = $2 WHERE id = $1`, [b.id, far]);
     await store().recordReplays([
-      { ...a, recordId: a.id, count: 3, firstReplayedMsAgo: 1500.7, replayedMsAgo: 250.2 },
-      { ...b, recordId: b.id, count: 1, firstReplayedMsAgo: 10.4, replayedMsAgo: 10.4 },
+      { ...a, recordId: a.id, count: 3, firstReplayedMsAgo: 1500.5, replayedMsAgo: 250.5 },
+      { recordId: b.id, expiresAt: far, count: 1, firstReplayedMsAgo: 10.4, replayedMsAgo: 10.4 },
     ]);
     const [rowA] = await rows(a.id);
-    expect(rowA.expires_at.getTime()).toBe(a.expiresAt.getTime());
-    expect(rowA.replay_count).toBe(3);
-    expect(Math.abs(Number(rowA.span_ms) - 1251)).toBeLessThanOrEqual(1);
+    expect(rowA).toEqual({ replay_count: 3, same_expiry: true, span_ms: expect.anything() });
+    expect(Number(rowA.span_ms)).toBe(1250);
     const [rowB] = await rows(b.id);
-    expect([rowB.expires_at.getTime(), rowB.replay_count]).toEqual([b.expiresAt.getTime(), 1]);
+    expect([rowB.replay_count, rowB.same_expiry, Number(rowB.span_ms)]).toEqual([1, true, 0]);
     const [record] = await db.records('id = $1', [a.id]);
     expect(record.replay_count).toBe(3);
+  });
+
+  it('audits replays of records read while the app parses timestamptz as strings', async () => {
+    const { key, id } = await completed();
+    const original = pg.types.getTypeParser(TIMESTAMPTZ, 'text');
+    pg.types.setTypeParser(TIMESTAMPTZ, (text: string) => text);
+    try {
+      const outcome = await claim(key);
+      if (outcome.type !== 'completed') throw new Error(outcome.type);
+      expect(outcome.expiresAt).toBeInstanceOf(Date);
+      const event = { recordId: id, count: 2, firstReplayedMsAgo: 5, replayedMsAgo: 1 };
+      await store().recordReplays([{ ...event, expiresAt: outcome.expiresAt }]);
+    } finally {
+      pg.types.setTypeParser(TIMESTAMPTZ, original);
+    }
+    expect((await rows(id))[0]).toMatchObject({ replay_count: 2, same_expiry: true });
   });
 
   it('refuses an id that is not a uuid or a count that is not a number, and writes nothing', async () => {
@@ -116,8 +138,10 @@ describe('PostgresIdempotencyStore replay audit rows', () => {
     const event = { ...a, recordId: a.id, count: 1, firstReplayedMsAgo: 1, replayedMsAgo: 1 };
     await expect(
       store().recordReplays([event, { ...event, recordId: `${a.id},${a.id}` }]),
-    ).rejects.toThrow(/is not a uuid or a finite number/);
-    await expect(store().recordReplays([{ ...event, count: NaN }])).rejects.toThrow(TypeError);
+    ).rejects.toThrow(/is not a uuid/);
+    await expect(store().recordReplays([{ ...event, count: NaN }])).rejects.toThrow(
+      /NaN is not a finite number/,
+    );
     expect(await rows(a.id)).toEqual([]);
   });
 });

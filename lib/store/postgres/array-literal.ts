@@ -1,16 +1,22 @@
 /**
- * A PostgreSQL array literal of uuids or finite numbers, as one string. pg's own conversion of a
- * JavaScript array builds one string per element (and formats each `Date` piece by piece), which
- * the replay audit paid for every record it writes.
+ * PostgreSQL array literals, each one string. pg's own conversion of a JavaScript array builds a
+ * string per element (and formats each `Date` piece by piece), which the replay audit paid for
+ * every record it writes. Only values that cannot change the literal's meaning are taken.
  */
-export function arrayLiteral(values: readonly (string | number)[]): string {
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function literal<T>(values: readonly T[], valid: (value: T) => boolean, what: string): string {
   for (const value of values) {
-    if (typeof value === 'number' ? !Number.isFinite(value) : !UUID.test(value))
-      throw new TypeError(
-        `nestjs-pg-idempotency: ${String(value)} is not a uuid or a finite number`,
-      );
+    if (!valid(value))
+      throw new TypeError(`nestjs-pg-idempotency: ${String(value)} is not ${what}`);
   }
   return `{${values.join(',')}}`;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** For a `uuid[]` parameter: ids in their canonical form, as the records table gives them. */
+export const uuidArray = (ids: readonly string[]): string =>
+  literal(ids, (id) => UUID.test(id), 'a uuid');
+
+/** For a `float8[]`, `int8[]` or `int[]` parameter. */
+export const numberArray = (numbers: readonly number[]): string =>
+  literal(numbers, Number.isFinite, 'a finite number');

@@ -10,18 +10,22 @@ export const staleExpr = (alias: string) =>
   `CASE WHEN ${alias}.status = 'completed' THEN ${alias}.expires_at <= now() ELSE ${alias}.locked_until <= now() END`;
 
 /**
- * What a completion returns: its expiry as whole epoch milliseconds (a float8 the driver parses
- * with parseFloat; a timestamptz would go through pg's date-string parser on every first call),
- * and the seconds left by the database's clock.
+ * A record's expiry as whole epoch milliseconds: a float8 the driver parses with parseFloat, where
+ * a timestamptz would go through pg's date-string parser on every claim and completion, or
+ * through whatever parser the app set for timestamptz (a string, a dayjs) where a Date is needed.
  */
-export const COMPLETED_RETURNING = `RETURNING floor(extract(epoch FROM expires_at) * 1000)::float8 AS expires_ms,
+const EXPIRES_MS = (k?: string) =>
+  `floor(extract(epoch FROM ${k ? `${k}.` : ''}expires_at) * 1000)::float8 AS expires_ms`;
+
+/** What a completion returns: its expiry, and the seconds left by the database's clock. */
+export const COMPLETED_RETURNING = `RETURNING ${EXPIRES_MS()},
           extract(epoch FROM expires_at - clock_timestamp())::float8 AS seconds_left`;
 
 /** What a claim reads of an existing row; `$4` is the request hash, the response only when it matches. */
 export function existingColumns(k: string, locked = 'true'): string {
   return `SELECT ${k}.id, false AS claimed, ${locked} AS locked, ${k}.status,
        ${k}.request_hash = $4 AS same_request, ${staleExpr(k)} AS stale, ${k}.status_code,
-       ${k}.expires_at, extract(epoch FROM ${k}.expires_at - now())::float8 AS seconds_left,
+       ${EXPIRES_MS(k)}, extract(epoch FROM ${k}.expires_at - now())::float8 AS seconds_left,
        CASE WHEN ${k}.request_hash = $4 THEN ${k}.response_headers END AS response_headers,
        CASE WHEN ${k}.request_hash = $4 THEN ${k}.response_raw END AS response_raw,
        CASE WHEN ${k}.request_hash = $4 THEN ${k}.response_key_id END AS response_key_id,
@@ -59,7 +63,7 @@ export function buildStatements(tableName: string) {
   RETURNING id
 )
 SELECT id, true AS claimed, true AS locked, NULL::varchar AS status, true AS same_request,
-       false AS stale, NULL::smallint AS status_code, NULL::timestamptz AS expires_at,
+       false AS stale, NULL::smallint AS status_code, NULL::float8 AS expires_ms,
        NULL::float8 AS seconds_left, NULL::jsonb AS response_headers, NULL::bytea AS response_raw,
        NULL::varchar AS response_key_id, false AS digested
   FROM ins
@@ -110,16 +114,18 @@ RETURNING k.id, k.runs`,
     },
     /**
      * Appends one row per record replayed (with its count) and bumps the record's counters. The
-     * stamps are the database's clock minus how long ago the app saw the replays (to the ms).
+     * stamps are the database's clock minus how long ago the app saw the replays (to the ms). The
+     * expiry comes as epoch ms (int8): whole seconds, then the ms, exact for any date a Date holds
+     * (`to_timestamp` of a float8 of ms / 1000 is not, past the year 2242).
      */
     recordReplays: {
       name: `idem_replays_${suffix}`,
       text: `WITH events AS (
   INSERT INTO ${replays} (record_id, replayed_at, expires_at, replay_count, first_replayed_at)
   SELECT id, date_trunc('milliseconds', now() - make_interval(secs => last_ms / 1000)),
-         to_timestamp(expires_ms / 1000), n,
+         to_timestamp(expires_ms / 1000) + (expires_ms % 1000) * interval '1 millisecond', n,
          date_trunc('milliseconds', now() - make_interval(secs => first_ms / 1000))
-    FROM unnest($1::uuid[], $2::float8[], $3::float8[], $4::int[], $5::float8[])
+    FROM unnest($1::uuid[], $2::float8[], $3::int8[], $4::int[], $5::float8[])
       AS e (id, last_ms, expires_ms, n, first_ms)
   RETURNING record_id, replayed_at, replay_count
 ), per_record AS (

@@ -61,7 +61,11 @@ export async function claimScope(
     if (row.claimed) return { type: 'claimed', lease: { id: row.id, token, claimed, run: 1 } };
     // Stale but skipped by the takeover: a live transaction holds it (see `lockClaim`).
     if (row.stale && (row.id === lockedStale || !row.locked)) {
-      return { type: 'in_progress', recordId: row.id, expiresAt: row.expires_at as Date };
+      return {
+        type: 'in_progress',
+        recordId: row.id,
+        expiresAt: new Date(row.expires_ms as number),
+      };
     }
     if (row.stale) {
       const taken = await underContention(() => pool.query(takeover(sql, row.id, req, token)));

@@ -46,7 +46,7 @@ import { bound, poolMax, type QueryConfig, type QueryResult } from './pg-deadlin
 import { buildRecoveryPointStatements } from './recovery-points.sql.js';
 import { PostgresRecoveryPoints } from './postgres-recovery-points.js';
 import { LeaseConnection } from './lease-connection.js';
-import { arrayLiteral } from './array-literal.js';
+import { numberArray, uuidArray } from './array-literal.js';
 
 /** Options of `new PostgresIdempotencyStore(pool, tableName, options)`. */
 export interface PostgresIdempotencyStoreOptions<TManager> {
@@ -321,11 +321,11 @@ export class PostgresIdempotencyStore<
     if (replays.length === 0) return;
     await this.pool.query(
       bound(this.sql.recordReplays, [
-        arrayLiteral(replays.map((r) => r.recordId)),
-        arrayLiteral(replays.map((r) => Math.round(r.replayedMsAgo))),
-        arrayLiteral(replays.map((r) => r.expiresAt.getTime())),
-        arrayLiteral(replays.map((r) => r.count)),
-        arrayLiteral(replays.map((r) => Math.round(r.firstReplayedMsAgo))),
+        uuidArray(replays.map((r) => r.recordId)),
+        numberArray(replays.map((r) => r.replayedMsAgo)),
+        numberArray(replays.map((r) => r.expiresAt.getTime())),
+        numberArray(replays.map((r) => r.count)),
+        numberArray(replays.map((r) => r.firstReplayedMsAgo)),
       ]),
     );
   }

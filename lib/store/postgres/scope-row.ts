@@ -17,7 +17,8 @@ export interface ExistingRow extends StoredRow {
   status: 'in_progress' | 'completed' | null;
   same_request: boolean;
   stale: boolean;
-  expires_at: Date | null;
+  /** Epoch milliseconds (see `EXPIRES_MS`). */
+  expires_ms: number | null;
   seconds_left: number | null;
 }
 
@@ -45,13 +46,14 @@ export function existingOutcome(
   claimed: ClaimedScope,
   codec: StoredResponseCodec,
 ): Exclude<ClaimOutcome, { type: 'claimed' }> {
-  const refusing = { recordId: row.id, expiresAt: row.expires_at as Date };
+  const expiresAt = new Date(row.expires_ms as number);
+  const refusing = { recordId: row.id, expiresAt };
   if (!row.same_request) return { type: 'mismatch', ...refusing };
   if (row.status === 'in_progress') return { type: 'in_progress', ...refusing };
   return {
     type: 'completed',
     recordId: row.id,
-    expiresAt: row.expires_at as Date,
+    expiresAt,
     secondsLeft: row.seconds_left as number,
     response: codec.fromRow(row, claimed),
   };

@@ -154,5 +154,5 @@ async function takeOver(
   const id = taken.rows[0]?.id as string | undefined;
   if (id)
     return { type: 'claimed', lease: { id, token, claimed, run: taken.rows[0].runs as number } };
-  return { type: 'in_progress', recordId: row.id, expiresAt: row.expires_at as Date };
+  return { type: 'in_progress', recordId: row.id, expiresAt: new Date(row.expires_ms as number) };
 }
