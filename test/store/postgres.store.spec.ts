@@ -67,7 +67,7 @@ describe('PostgresIdempotencyStore columns', () => {
   });
 });
 
-describe('PostgresIdempotencyStore replay audit rows', () => {
+describe('PostgresIdempotencyStore audit rows and the timestamps it reads', () => {
   const store = () => new PostgresIdempotencyStore(db.dataSource, 'idempotency_keys');
   const claim = (key: string) =>
     store().claim({
@@ -117,22 +117,6 @@ describe('PostgresIdempotencyStore replay audit rows', () => {
     expect(record.replay_count).toBe(3);
   });
 
-  it('audits replays of records read while the app parses timestamptz as strings', async () => {
-    const { key, id } = await completed();
-    const original = pg.types.getTypeParser(TIMESTAMPTZ, 'text');
-    pg.types.setTypeParser(TIMESTAMPTZ, (text: string) => text);
-    try {
-      const outcome = await claim(key);
-      if (outcome.type !== 'completed') throw new Error(outcome.type);
-      expect(outcome.expiresAt).toBeInstanceOf(Date);
-      const event = { recordId: id, count: 2, firstReplayedMsAgo: 5, replayedMsAgo: 1 };
-      await store().recordReplays([{ ...event, expiresAt: outcome.expiresAt }]);
-    } finally {
-      pg.types.setTypeParser(TIMESTAMPTZ, original);
-    }
-    expect((await rows(id))[0]).toMatchObject({ replay_count: 2, same_expiry: true });
-  });
-
   it('refuses an id that is not a uuid or a count that is not a number, and writes nothing', async () => {
     const a = await completed();
     const event = { ...a, recordId: a.id, count: 1, firstReplayedMsAgo: 1, replayedMsAgo: 1 };
@@ -143,5 +127,47 @@ describe('PostgresIdempotencyStore replay audit rows', () => {
       /NaN is not a finite number/,
     );
     expect(await rows(a.id)).toEqual([]);
+  });
+
+  describe('while the app parses timestamptz as strings (pg.types.setTypeParser)', () => {
+    const withStringTimestamps = async (run: () => Promise<void>) => {
+      const original = pg.types.getTypeParser(TIMESTAMPTZ, 'text');
+      pg.types.setTypeParser(TIMESTAMPTZ, (text: string) => text);
+      try {
+        await run();
+      } finally {
+        pg.types.setTypeParser(TIMESTAMPTZ, original);
+      }
+    };
+
+    it('audits replays of records read while the app parses timestamptz as strings', async () => {
+      const { key, id } = await completed();
+      await withStringTimestamps(async () => {
+        const outcome = await claim(key);
+        if (outcome.type !== 'completed') throw new Error(outcome.type);
+        expect(outcome.expiresAt).toBeInstanceOf(Date);
+        const event = { recordId: id, count: 2, firstReplayedMsAgo: 5, replayedMsAgo: 1 };
+        await store().recordReplays([{ ...event, expiresAt: outcome.expiresAt }]);
+      });
+      expect((await rows(id))[0]).toMatchObject({ replay_count: 2, same_expiry: true });
+    });
+
+    it('reports a cleanup run skipped under another holder of its lock with Dates', async () => {
+      const other = new pg.Client({ connectionString: db.url });
+      await other.connect();
+      try {
+        await other.query(`SELECT pg_advisory_lock(hashtextextended($1, 0))`, [
+          'nestjs-pg-idempotency:cleanup:idempotency_keys',
+        ]);
+        await withStringTimestamps(async () => {
+          const result = await store().cleanup({ batchSize: 10, retentionSeconds: 60 });
+          expect(result.ran).toBe(false);
+          expect(result.skipped?.at).toBeInstanceOf(Date);
+          expect(result.skipped?.at.getTime()).toBeGreaterThan(Date.now() - 60_000);
+        });
+      } finally {
+        await other.end();
+      }
+    });
   });
 });

@@ -170,8 +170,12 @@ ${COMPLETED_RETURNING}`,
      * server connections behind a transaction pooler, and a lock left on one outlives the run.
      */
     cleanupLock: `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked`,
-    /** For a skipped run: the database's time, and when the last run anyone recorded finished. */
-    cleanupLastRun: `SELECT now() AS checked_at, (SELECT max(finished_at) FROM ${cleanupRuns}) AS last_run_at`,
+    /**
+     * For a skipped run: the database's time, and when the last run anyone recorded finished, as
+     * epoch ms (Dates whatever timestamptz parser the app set).
+     */
+    cleanupLastRun: `SELECT floor(extract(epoch FROM now()) * 1000)::float8 AS checked_ms,
+       floor(extract(epoch FROM (SELECT max(finished_at) FROM ${cleanupRuns})) * 1000)::float8 AS last_run_ms`,
     ...history,
     cleanupBatches: [...history.cleanupBatches, orphanedStepsCleanup(tableName)],
   };

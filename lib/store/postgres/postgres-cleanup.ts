@@ -29,7 +29,9 @@ export async function runCleanup(
     if (!rows[0]?.locked) {
       const last = (await run(sql.cleanupLastRun, [])).rows[0];
       await run('ROLLBACK', []);
-      const skipped = { at: last?.checked_at as Date, lastRunAt: last?.last_run_at as Date | null };
+      const lastRunMs = last?.last_run_ms as number | null;
+      const at = new Date(last?.checked_ms as number);
+      const skipped = { at, lastRunAt: lastRunMs === null ? null : new Date(lastRunMs) };
       return { ran: false, deleted: 0, batches: 0, longestBatchMs: 0, skipped };
     }
     let deleted = 0;
