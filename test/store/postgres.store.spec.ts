@@ -69,15 +69,15 @@ describe('PostgresIdempotencyStore columns', () => {
 
 describe('PostgresIdempotencyStore audit rows and the timestamps it reads', () => {
   const store = () => new PostgresIdempotencyStore(db.dataSource, 'idempotency_keys');
-  const claim = (key: string) =>
-    store().claim({
-      key,
-      endpoint: 'POST /audit',
-      userId: '',
-      requestHash: 'b'.repeat(64),
-      ttlSeconds: 60,
-      leaseSeconds: 60,
-    });
+  const request = (key: string) => ({
+    key,
+    endpoint: 'POST /audit',
+    userId: '',
+    requestHash: 'b'.repeat(64),
+    ttlSeconds: 60,
+    leaseSeconds: 60,
+  });
+  const claim = (key: string) => store().claim(request(key));
   const completed = async () => {
     const key = randomUUID();
     const outcome = await claim(key);
@@ -124,8 +124,14 @@ describe('PostgresIdempotencyStore audit rows and the timestamps it reads', () =
       store().recordReplays([event, { ...event, recordId: `${a.id},${a.id}` }]),
     ).rejects.toThrow(/is not a uuid/);
     await expect(store().recordReplays([{ ...event, count: NaN }])).rejects.toThrow(
-      /NaN is not a finite number/,
+      /NaN is not a safe integer/,
     );
+    await expect(store().recordReplays([{ ...event, count: 1.5 }])).rejects.toThrow(
+      /1.5 is not a safe integer/,
+    );
+    await expect(
+      store().recordReplays([{ ...event, firstReplayedMsAgo: Infinity }]),
+    ).rejects.toThrow(/Infinity is not a finite number/);
     expect(await rows(a.id)).toEqual([]);
   });
 
@@ -146,6 +152,13 @@ describe('PostgresIdempotencyStore audit rows and the timestamps it reads', () =
         const outcome = await claim(key);
         if (outcome.type !== 'completed') throw new Error(outcome.type);
         expect(outcome.expiresAt).toBeInstanceOf(Date);
+        const peeked = await store().peek(
+          { key, endpoint: 'POST /audit', userId: '' },
+          'b'.repeat(64),
+        );
+        expect(peeked).toMatchObject({ type: 'completed', expiresAt: outcome.expiresAt });
+        const other = await store().claim({ ...request(key), requestHash: 'c'.repeat(64) });
+        expect(other).toMatchObject({ type: 'mismatch', expiresAt: outcome.expiresAt });
         const event = { recordId: id, count: 2, firstReplayedMsAgo: 5, replayedMsAgo: 1 };
         await store().recordReplays([{ ...event, expiresAt: outcome.expiresAt }]);
       });

@@ -17,6 +17,10 @@ function literal<T>(values: readonly T[], valid: (value: T) => boolean, what: st
 export const uuidArray = (ids: readonly string[]): string =>
   literal(ids, (id) => UUID.test(id), 'a uuid');
 
-/** For a `float8[]`, `int8[]` or `int[]` parameter. */
+/** For a `float8[]` parameter. */
 export const numberArray = (numbers: readonly number[]): string =>
   literal(numbers, Number.isFinite, 'a finite number');
+
+/** For an `int8[]` or `int[]` parameter (past 2^53 a number prints in exponent form). */
+export const integerArray = (integers: readonly number[]): string =>
+  literal(integers, Number.isSafeInteger, 'a safe integer');

@@ -31,7 +31,7 @@ export async function runCleanup(
       await run('ROLLBACK', []);
       const lastRunMs = last?.last_run_ms as number | null;
       const at = new Date(last?.checked_ms as number);
-      const skipped = { at, lastRunAt: lastRunMs === null ? null : new Date(lastRunMs) };
+      const skipped = { at, lastRunAt: lastRunMs == null ? null : new Date(lastRunMs) };
       return { ran: false, deleted: 0, batches: 0, longestBatchMs: 0, skipped };
     }
     let deleted = 0;

@@ -46,7 +46,7 @@ import { bound, poolMax, type QueryConfig, type QueryResult } from './pg-deadlin
 import { buildRecoveryPointStatements } from './recovery-points.sql.js';
 import { PostgresRecoveryPoints } from './postgres-recovery-points.js';
 import { LeaseConnection } from './lease-connection.js';
-import { numberArray, uuidArray } from './array-literal.js';
+import { integerArray, numberArray, uuidArray } from './array-literal.js';
 
 /** Options of `new PostgresIdempotencyStore(pool, tableName, options)`. */
 export interface PostgresIdempotencyStoreOptions<TManager> {
@@ -323,8 +323,8 @@ export class PostgresIdempotencyStore<
       bound(this.sql.recordReplays, [
         uuidArray(replays.map((r) => r.recordId)),
         numberArray(replays.map((r) => r.replayedMsAgo)),
-        numberArray(replays.map((r) => r.expiresAt.getTime())),
-        numberArray(replays.map((r) => r.count)),
+        integerArray(replays.map((r) => r.expiresAt.getTime())),
+        integerArray(replays.map((r) => r.count)),
         numberArray(replays.map((r) => r.firstReplayedMsAgo)),
       ]),
     );
