@@ -10,12 +10,14 @@ export const staleExpr = (alias: string) =>
   `CASE WHEN ${alias}.status = 'completed' THEN ${alias}.expires_at <= now() ELSE ${alias}.locked_until <= now() END`;
 
 /**
- * A record's expiry as whole epoch milliseconds: a float8 the driver parses with parseFloat, where
- * a timestamptz would go through pg's date-string parser on every claim and completion, or
- * through whatever parser the app set for timestamptz (a string, a dayjs) where a Date is needed.
+ * A timestamp (a record's expiry, the cleanup's clock) as whole epoch milliseconds: a float8 the
+ * driver parses with parseFloat, where a timestamptz would go through pg's date-string parser on
+ * every claim and completion, or through whatever parser the app set for timestamptz (a string, a
+ * dayjs) where a Date is needed.
  */
-const EXPIRES_MS = (k?: string) =>
-  `floor(extract(epoch FROM ${k ? `${k}.` : ''}expires_at) * 1000)::float8 AS expires_ms`;
+const EPOCH_MS = (expr: string, as: string) =>
+  `floor(extract(epoch FROM ${expr}) * 1000)::float8 AS ${as}`;
+const EXPIRES_MS = (k?: string) => EPOCH_MS(`${k ? `${k}.` : ''}expires_at`, 'expires_ms');
 
 /** What a completion returns: its expiry, and the seconds left by the database's clock. */
 export const COMPLETED_RETURNING = `RETURNING ${EXPIRES_MS()},
@@ -174,8 +176,8 @@ ${COMPLETED_RETURNING}`,
      * For a skipped run: the database's time, and when the last run anyone recorded finished, as
      * epoch ms (Dates whatever timestamptz parser the app set).
      */
-    cleanupLastRun: `SELECT floor(extract(epoch FROM now()) * 1000)::float8 AS checked_ms,
-       floor(extract(epoch FROM (SELECT max(finished_at) FROM ${cleanupRuns})) * 1000)::float8 AS last_run_ms`,
+    cleanupLastRun: `SELECT ${EPOCH_MS('now()', 'checked_ms')},
+       ${EPOCH_MS(`(SELECT max(finished_at) FROM ${cleanupRuns})`, 'last_run_ms')}`,
     ...history,
     cleanupBatches: [...history.cleanupBatches, orphanedStepsCleanup(tableName)],
   };

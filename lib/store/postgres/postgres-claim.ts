@@ -6,7 +6,13 @@ import type { IdempotencyStatements } from './idempotency.sql.js';
 import type { DeadlinePool } from './deadline-pool.js';
 import { bound } from './pg-deadline.js';
 import { scopeLockKey } from './scope-lock.js';
-import { claimedScope, type ExistingRow, existingOutcome, takeover } from './scope-row.js';
+import {
+  claimedScope,
+  type ExistingRow,
+  existingOutcome,
+  refusing,
+  takeover,
+} from './scope-row.js';
 import type { StoredResponseCodec } from './stored-response.codec.js';
 
 /** Rounds of claim → conflicting row vanished / takeover lost; each round is one more statement. */
@@ -61,11 +67,7 @@ export async function claimScope(
     if (row.claimed) return { type: 'claimed', lease: { id: row.id, token, claimed, run: 1 } };
     // Stale but skipped by the takeover: a live transaction holds it (see `lockClaim`).
     if (row.stale && (row.id === lockedStale || !row.locked)) {
-      return {
-        type: 'in_progress',
-        recordId: row.id,
-        expiresAt: new Date(row.expires_ms as number),
-      };
+      return { type: 'in_progress', ...refusing(row) };
     }
     if (row.stale) {
       const taken = await underContention(() => pool.query(takeover(sql, row.id, req, token)));

@@ -40,20 +40,23 @@ export function takeover(
   return bound(sql.takeover, [recordId, requestHash, token, leaseSeconds, ttlSeconds]);
 }
 
+/** The record a refusal (in progress, mismatch) names, and when it expires. */
+export function refusing(row: ExistingRow): { recordId: string; expiresAt: Date } {
+  return { recordId: row.id, expiresAt: new Date(row.expires_ms as number) };
+}
+
 /** What a committed, live row of the scope answers: a mismatch, in progress, or its replay. */
 export function existingOutcome(
   row: ExistingRow,
   claimed: ClaimedScope,
   codec: StoredResponseCodec,
 ): Exclude<ClaimOutcome, { type: 'claimed' }> {
-  const expiresAt = new Date(row.expires_ms as number);
-  const refusing = { recordId: row.id, expiresAt };
-  if (!row.same_request) return { type: 'mismatch', ...refusing };
-  if (row.status === 'in_progress') return { type: 'in_progress', ...refusing };
+  const named = refusing(row);
+  if (!row.same_request) return { type: 'mismatch', ...named };
+  if (row.status === 'in_progress') return { type: 'in_progress', ...named };
   return {
     type: 'completed',
-    recordId: row.id,
-    expiresAt,
+    ...named,
     secondsLeft: row.seconds_left as number,
     response: codec.fromRow(row, claimed),
   };

@@ -16,6 +16,7 @@ import {
   type ClaimedScope,
   type ExistingRow,
   existingOutcome,
+  refusing,
   takeover,
 } from './scope-row.js';
 import type { SingleCommitSlots } from './single-commit-slots.js';
@@ -154,5 +155,5 @@ async function takeOver(
   const id = taken.rows[0]?.id as string | undefined;
   if (id)
     return { type: 'claimed', lease: { id, token, claimed, run: taken.rows[0].runs as number } };
-  return { type: 'in_progress', recordId: row.id, expiresAt: new Date(row.expires_ms as number) };
+  return { type: 'in_progress', ...refusing(row) };
 }
