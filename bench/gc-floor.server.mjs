@@ -5,8 +5,12 @@
 // - node-http-prototype: the same, giving the request and the response a prototype of their own
 //   as Express 5 does on every request (`Object.setPrototypeOf(req, app.request)`, same for res);
 // - express: an Express 5 app with one route, no middleware, answering with `res.json`;
+// - express-weakset, express-buffer, express-finish: the Express app, and per response what a
+//   replay adds: the response put in a WeakSet (the silenced replies), the body ended as a Buffer
+//   with its length set (a stored body), a `once('finish')` listener with a closure (the audit's);
 // - node-http-weakmap: node:http keeping an 8 KB value per request in a WeakMap keyed by the
 //   request, never deleted (what a per-request WeakMap entry costs until its key dies).
+import { Buffer } from 'node:buffer';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 
@@ -15,6 +19,11 @@ const answer = (res) => {
   res.statusCode = 201;
   res.setHeader('content-type', 'application/json');
   res.end('{"ok":true}');
+};
+const expressApp = (route) => {
+  const app = createRequire(import.meta.url)('express')();
+  app.post('/payments', route);
+  return http.createServer(app);
 };
 const servers = {
   'node-http': () => http.createServer((_req, res) => answer(res)),
@@ -27,11 +36,30 @@ const servers = {
       answer(res);
     });
   },
-  express: () => {
-    const express = createRequire(import.meta.url)('express');
-    const app = express();
-    app.post('/payments', (_req, res) => res.status(201).json({ ok: true }));
-    return http.createServer(app);
+  express: () => expressApp((_req, res) => res.status(201).json({ ok: true })),
+  'express-weakset': () => {
+    const silenced = new WeakSet();
+    return expressApp((_req, res) => {
+      silenced.add(res);
+      res.status(201).json({ ok: true });
+    });
+  },
+  'express-buffer': () => {
+    const body = Buffer.from('{"ok":true}');
+    return expressApp((_req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.setHeader('content-length', body.length);
+      res.statusCode = 201;
+      res.end(body);
+    });
+  },
+  'express-finish': () => {
+    let finished = 0;
+    return expressApp((_req, res) => {
+      const replay = { count: 1 };
+      res.once('finish', () => (finished += replay.count));
+      res.status(201).json({ ok: true });
+    });
   },
   'node-http-weakmap': () => {
     const kept = new WeakMap();

@@ -3,8 +3,9 @@
  * (scavenges' kept and promoted bytes per request), for servers with no database and no Nest
  * (bench/gc-floor.server.mjs): node:http alone, node:http giving each request and response a
  * prototype of its own as Express 5 does, an empty Express 5 app, and node:http keeping a value
- * per request in a WeakMap. Shows which part of what every bench variant promotes is the HTTP
- * layer's, before any library code runs.
+ * per request in a WeakMap; with `BENCH_FLOORS=express,express-weakset,express-buffer,express-finish`,
+ * the Express app with one of the things a replay adds per response (see the server's list). Shows
+ * which part of what every bench variant promotes is the HTTP layer's, before any library code runs.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -18,7 +19,10 @@ import { toolArgs } from './tool-args.js';
 // Its servers are not the bench variants: a --variants given is checked and ignored.
 const { n } = toolArgs('baseline', { requests: 30000, warmup: 10000, connections: 8 });
 const { requests, warmup, connections } = n;
-const FLOORS = ['node-http', 'node-http-prototype', 'express', 'node-http-weakmap'];
+/** `BENCH_FLOORS=express,express-buffer` measures those servers only. */
+const FLOORS = (
+  process.env.BENCH_FLOORS ?? 'node-http,node-http-prototype,express,node-http-weakmap'
+).split(',');
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
 
 function load(url: string, amount: number): Promise<autocannon.Result> {
