@@ -8,6 +8,7 @@
 // - express-weakset, express-buffer, express-finish: the Express app, and per response what a
 //   replay adds: the response put in a WeakSet (the silenced replies), the body ended as a Buffer
 //   with its length set (a stored body), a `once('finish')` listener with a closure (the audit's);
+// - express-layer: the Express app with the library's dispatcher layer under `app.response`;
 // - node-http-weakmap: node:http keeping an 8 KB value per request in a WeakMap keyed by the
 //   request, never deleted (what a per-request WeakMap entry costs until its key dies).
 import { Buffer } from 'node:buffer';
@@ -20,10 +21,33 @@ const answer = (res) => {
   res.setHeader('content-type', 'application/json');
   res.end('{"ok":true}');
 };
-const expressApp = (route) => {
+const expressApp = (route, setUp = () => undefined) => {
   const app = createRequire(import.meta.url)('express')();
+  setUp(app);
   app.post('/payments', route);
   return http.createServer(app);
+};
+/** What response-patch.ts puts under `app.response`: dispatchers looking each method up per call. */
+const dispatcherLayer = (app) => {
+  const above = Object.getPrototypeOf(app.response);
+  const patches = new WeakMap();
+  const silenced = new WeakSet();
+  const methods = {};
+  for (const name of ['writeHead', 'write', 'end', 'flushHeaders']) {
+    methods[name] = function (...args) {
+      return (patches.get(this)?.[name] ?? above[name]).apply(this, args);
+    };
+  }
+  for (const name of ['status', 'send', 'redirect']) {
+    const method = above[name];
+    methods[name] = function (...args) {
+      return silenced.has(this) ? this : method.apply(this, args);
+    };
+  }
+  Object.setPrototypeOf(
+    app.response,
+    Object.create(above, Object.getOwnPropertyDescriptors(methods)),
+  );
 };
 const servers = {
   'node-http': () => http.createServer((_req, res) => answer(res)),
@@ -61,6 +85,8 @@ const servers = {
       res.status(201).json({ ok: true });
     });
   },
+  'express-layer': () =>
+    expressApp((_req, res) => res.status(201).json({ ok: true }), dispatcherLayer),
   'node-http-weakmap': () => {
     const kept = new WeakMap();
     return http.createServer((req, res) => {
