@@ -9,6 +9,7 @@
 //   replay adds: the response put in a WeakSet (the silenced replies), the body ended as a Buffer
 //   with its length set (a stored body), a `once('finish')` listener with a closure (the audit's);
 // - express-layer: the Express app with the library's dispatcher layer under `app.response`;
+//   express-layer-late: the same layer put there after 1 000 requests, as a first capture does;
 // - node-http-weakmap: node:http keeping an 8 KB value per request in a WeakMap keyed by the
 //   request, never deleted (what a per-request WeakMap entry costs until its key dies).
 import { Buffer } from 'node:buffer';
@@ -87,6 +88,17 @@ const servers = {
   },
   'express-layer': () =>
     expressApp((_req, res) => res.status(201).json({ ok: true }), dispatcherLayer),
+  'express-layer-late': () => {
+    let served = 0;
+    let app;
+    return expressApp(
+      (_req, res) => {
+        if (++served === 1000) dispatcherLayer(app);
+        res.status(201).json({ ok: true });
+      },
+      (created) => (app = created),
+    );
+  },
   'node-http-weakmap': () => {
     const kept = new WeakMap();
     return http.createServer((req, res) => {

@@ -3,7 +3,7 @@
  * (scavenges' kept and promoted bytes per request), for servers with no database and no Nest
  * (bench/gc-floor.server.mjs): node:http alone, node:http giving each request and response a
  * prototype of its own as Express 5 does, an empty Express 5 app, and node:http keeping a value
- * per request in a WeakMap; with `BENCH_FLOORS=express,express-weakset,express-buffer,express-finish,express-layer`,
+ * per request in a WeakMap; with `BENCH_FLOORS=express,express-weakset,express-buffer,express-finish,express-layer,express-layer-late`,
  * the Express app with one of the things a replay adds per response (see the server's list). Shows
  * which part of what every bench variant promotes is the HTTP layer's, before any library code runs.
  */
