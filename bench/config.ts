@@ -45,7 +45,7 @@ const HELP = `npm run bench [-- options]
   --scenarios a,b    subset of ${ALL_SCENARIOS.join(',')} (BENCH_SCENARIOS)
   BENCH_DATABASE_URL admin URL (default postgres://postgres@127.0.0.1:5432/test)
   BENCH_REDIS_URL    Redis for the peer (default redis://127.0.0.1:6379)
-  BENCH_VARIANT_NODE_ARGS  extra node flags of the variant servers, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"`;
+  BENCH_VARIANT_NODE_ARGS  extra node flags of the variant servers, e.g. "--no-allocation-site-pretenuring"`;
 
 function flags(argv: string[]): Record<string, string> {
   const out: Record<string, string> = {};

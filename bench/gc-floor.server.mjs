@@ -9,7 +9,8 @@
 //   replay adds: the response put in a WeakSet (the silenced replies), the body ended as a Buffer
 //   with its length set (a stored body), a `once('finish')` listener with a closure (the audit's);
 // - express-layer: the Express app with the library's dispatcher layer under `app.response`;
-//   express-layer-late: the same layer put there after 1 000 requests, as a first capture does;
+//   express-layer-late: the same layer put there after 1 000 requests (the library puts it there at
+//   its first capture, as express-layer does; this one tests it arriving after Express warmed up);
 // - node-http-weakmap: node:http keeping an 8 KB value per request in a WeakMap keyed by the
 //   request, never deleted (what a per-request WeakMap entry costs until its key dies).
 import { Buffer } from 'node:buffer';

@@ -3,9 +3,10 @@
  * (scavenges' kept and promoted bytes per request), for servers with no database and no Nest
  * (bench/gc-floor.server.mjs): node:http alone, node:http giving each request and response a
  * prototype of its own as Express 5 does, an empty Express 5 app, and node:http keeping a value
- * per request in a WeakMap; with `BENCH_FLOORS=express,express-weakset,express-buffer,express-finish,express-layer,express-layer-late`,
- * the Express app with one of the things a replay adds per response (see the server's list). Shows
- * which part of what every bench variant promotes is the HTTP layer's, before any library code runs.
+ * per request in a WeakMap. `BENCH_FLOORS` picks others (see the server's list): the Express app
+ * with one thing a replay adds per response, or with the library's dispatcher layer (put under
+ * `app.response` once per app). Shows which part of what every bench variant promotes is the HTTP
+ * layer's, before any library code runs.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -19,10 +20,25 @@ import { toolArgs } from './tool-args.js';
 // Its servers are not the bench variants: a --variants given is checked and ignored.
 const { n } = toolArgs('baseline', { requests: 30000, warmup: 10000, connections: 8 });
 const { requests, warmup, connections } = n;
+const KNOWN = [
+  'node-http',
+  'node-http-prototype',
+  'express',
+  'node-http-weakmap',
+  'express-weakset',
+  'express-buffer',
+  'express-finish',
+  'express-layer',
+  'express-layer-late',
+];
 /** `BENCH_FLOORS=express,express-buffer` measures those servers only. */
-const FLOORS = (
-  process.env.BENCH_FLOORS ?? 'node-http,node-http-prototype,express,node-http-weakmap'
-).split(',');
+const FLOORS = (process.env.BENCH_FLOORS ?? KNOWN.slice(0, 4).join(','))
+  .split(',')
+  .map((name) => name.trim())
+  .filter(Boolean);
+const unknown = FLOORS.filter((name) => !KNOWN.includes(name));
+if (FLOORS.length === 0 || unknown.length > 0)
+  throw new Error(`BENCH_FLOORS: a comma-separated list of ${KNOWN.join(', ')}`);
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
 
 function load(url: string, amount: number): Promise<autocannon.Result> {
@@ -51,7 +67,13 @@ async function measure(floor: string, out: string) {
     },
   );
   try {
-    const [line] = (await once(child.stdout, 'data')) as [Buffer];
+    // A server that exits before printing its port must fail the run, not hang it.
+    const [line] = (await Promise.race([
+      once(child.stdout, 'data'),
+      once(child, 'exit').then(([code]) => {
+        throw new Error(`${floor}: the server exited (code ${code}) before listening`);
+      }),
+    ])) as [Buffer];
     const url = `http://127.0.0.1:${/PORT (\d+)/.exec(line.toString())?.[1]}`;
     await load(url, warmup);
     child.kill('SIGUSR2');

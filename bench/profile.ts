@@ -143,13 +143,17 @@ const summaries: [VariantName, Summary][] = [];
 try {
   for (const variant of variants) {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-profile-'));
-    process.env.BENCH_VARIANT_NODE_ARGS = `--cpu-prof --cpu-prof-dir=${dir} --cpu-prof-interval=${intervalUs}`;
-    const server = await startVariant(variant, {
-      DATABASE_URL: db.url,
-      BENCH_POOL_SIZE: '10',
-      BENCH_REDIS_PREFIX: `${db.name}-peer`,
-      REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
-    });
+    const server = await startVariant(
+      variant,
+      {
+        DATABASE_URL: db.url,
+        BENCH_POOL_SIZE: '10',
+        BENCH_REDIS_PREFIX: `${db.name}-peer`,
+        REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
+      },
+      undefined,
+      ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-interval=${intervalUs}`],
+    );
     try {
       const load = (duration: number) =>
         keyedLoad(server.url, { scenario, prefix: `prof-${variant}`, duration, connections });

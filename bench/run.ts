@@ -135,6 +135,7 @@ await writeFile(
     {
       startedAt,
       node: process.version,
+      nodeArgs: process.env.BENCH_VARIANT_NODE_ARGS ?? '',
       cpus: os.cpus().length,
       settings,
       notes,

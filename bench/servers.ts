@@ -10,16 +10,18 @@ export interface VariantServer {
   stop(): Promise<void>;
 }
 
+/** `toolArgs`: a tool's own node flags (its preload, its profiler), after the run's. */
 export async function startVariant(
   name: VariantName,
   env: Record<string, string>,
   timeoutMs = 30_000,
+  toolArgs: string[] = [],
 ): Promise<VariantServer> {
   const file = fileURLToPath(new URL(`./variants/${name}.js`, import.meta.url));
-  // e.g. BENCH_VARIANT_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the servers.
+  // e.g. BENCH_VARIANT_NODE_ARGS="--no-allocation-site-pretenuring" for every server of the run.
   const extraArgs = process.env.BENCH_VARIANT_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
   const child = fork(file, [], {
-    execArgv: [...process.execArgv, ...extraArgs],
+    execArgv: [...process.execArgv, ...extraArgs, ...toolArgs],
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });

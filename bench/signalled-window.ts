@@ -28,19 +28,18 @@ export async function countInServer(
 ): Promise<string> {
   // A variant named twice in one run must not read its first run's file.
   await rm(w.out, { force: true });
-  // Beside the run's own (BENCH_VARIANT_NODE_ARGS=--no-allocation-site-pretenuring), not instead.
-  const nodeArgs = process.env.BENCH_VARIANT_NODE_ARGS;
-  process.env.BENCH_VARIANT_NODE_ARGS = `${nodeArgs ?? ''} --import ${w.preload}`;
-  const server = await startVariant(variant, {
-    DATABASE_URL: db.url,
-    BENCH_POOL_SIZE: '10',
-    BENCH_REDIS_PREFIX: `${db.name}-peer`,
-    [w.outVariable]: w.out,
-    REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
-  }).finally(() => {
-    if (nodeArgs === undefined) delete process.env.BENCH_VARIANT_NODE_ARGS;
-    else process.env.BENCH_VARIANT_NODE_ARGS = nodeArgs;
-  });
+  const server = await startVariant(
+    variant,
+    {
+      DATABASE_URL: db.url,
+      BENCH_POOL_SIZE: '10',
+      BENCH_REDIS_PREFIX: `${db.name}-peer`,
+      [w.outVariable]: w.out,
+      REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
+    },
+    undefined,
+    ['--import', w.preload],
+  );
   try {
     const load = (amount: number) =>
       keyedLoad(server.url, {

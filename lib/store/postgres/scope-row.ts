@@ -51,12 +51,14 @@ export function existingOutcome(
   claimed: ClaimedScope,
   codec: StoredResponseCodec,
 ): Exclude<ClaimOutcome, { type: 'claimed' }> {
-  const named = refusing(row);
-  if (!row.same_request) return { type: 'mismatch', ...named };
-  if (row.status === 'in_progress') return { type: 'in_progress', ...named };
+  // Named fields, not a spread: the outcome keeps one object shape with its fields in the object.
+  const { recordId, expiresAt } = refusing(row);
+  if (!row.same_request) return { type: 'mismatch', recordId, expiresAt };
+  if (row.status === 'in_progress') return { type: 'in_progress', recordId, expiresAt };
   return {
     type: 'completed',
-    ...named,
+    recordId,
+    expiresAt,
     secondsLeft: row.seconds_left as number,
     response: codec.fromRow(row, claimed),
   };
