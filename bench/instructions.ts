@@ -15,6 +15,7 @@ import type { VariantName } from './config.js';
 import { toolArgs } from './tool-args.js';
 import { BenchDatabase } from './database.js';
 import { keyedLoad } from './keyed-load.js';
+import { serverEnv } from './servers.js';
 
 const { args, variants, scenario, n } = toolArgs(
   'raw-single,module-single',
@@ -86,10 +87,7 @@ async function count(variant: VariantName, db: BenchDatabase, dir: string): Prom
     {
       env: {
         ...process.env,
-        DATABASE_URL: db.url,
-        BENCH_POOL_SIZE: '10',
-        REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
-        BENCH_REDIS_PREFIX: `${db.name}-peer`,
+        ...serverEnv(db),
       },
       stdio: ['ignore', 'inherit', 'ignore', 'ipc'],
     },

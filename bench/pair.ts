@@ -23,7 +23,7 @@ import { keyedLoad, replayKeys } from './keyed-load.js';
 import { cellMean, ratioInterval } from './ratio-interval.js';
 import { median } from './report.js';
 import { completeKeys } from './scenarios.js';
-import { cleanUpOnce, startVariant, type VariantServer } from './servers.js';
+import { cleanUpOnce, serverEnv, startVariant, type VariantServer } from './servers.js';
 import { toolArgs } from './tool-args.js';
 
 const { variants, scenario, n, args } = toolArgs(
@@ -83,14 +83,7 @@ try {
     // servers[position] serves variants[slots[position]].
     const slots = swapped ? [1, 0] : [0, 1];
     for (const slot of slots) {
-      servers.push(
-        await startVariant(variants[slot], {
-          DATABASE_URL: db.url,
-          BENCH_POOL_SIZE: '10',
-          BENCH_REDIS_PREFIX: `${db.name}-peer`,
-          REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
-        }),
-      );
+      servers.push(await startVariant(variants[slot], serverEnv(db)));
     }
     const load = (variant: number, duration: number) =>
       keyedLoad(servers[slots.indexOf(variant)].url, {

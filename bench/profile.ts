@@ -17,7 +17,7 @@ import type { VariantName } from './config.js';
 import { toolArgs } from './tool-args.js';
 import { BenchDatabase } from './database.js';
 import { keyedLoad } from './keyed-load.js';
-import { startVariant } from './servers.js';
+import { serverEnv, startVariant } from './servers.js';
 
 const { args, variants, scenario, n } = toolArgs(
   'raw-single,module-single',
@@ -143,17 +143,11 @@ const summaries: [VariantName, Summary][] = [];
 try {
   for (const variant of variants) {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-profile-'));
-    const server = await startVariant(
-      variant,
-      {
-        DATABASE_URL: db.url,
-        BENCH_POOL_SIZE: '10',
-        BENCH_REDIS_PREFIX: `${db.name}-peer`,
-        REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
-      },
-      undefined,
-      ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-interval=${intervalUs}`],
-    );
+    const server = await startVariant(variant, serverEnv(db), undefined, [
+      '--cpu-prof',
+      `--cpu-prof-dir=${dir}`,
+      `--cpu-prof-interval=${intervalUs}`,
+    ]);
     try {
       const load = (duration: number) =>
         keyedLoad(server.url, { scenario, prefix: `prof-${variant}`, duration, connections });

@@ -10,12 +10,27 @@ export interface VariantServer {
   stop(): Promise<void>;
 }
 
+/** What a variant's server reads: the run's database, a pool of `poolSize`, Redis for the peer. */
+export function serverEnv(
+  db: { url: string; name: string },
+  poolSize = 10,
+): Record<string, string> {
+  return {
+    DATABASE_URL: db.url,
+    BENCH_POOL_SIZE: String(poolSize),
+    BENCH_REDIS_PREFIX: `${db.name}-peer`,
+    REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
+  };
+}
+
 /** `toolArgs`: a tool's own node flags (its preload, its profiler), after the run's. */
 export async function startVariant(
   name: VariantName,
   env: Record<string, string>,
   timeoutMs = 30_000,
   toolArgs: string[] = [],
+  /** A file descriptor the server's standard output goes to, instead of this process's. */
+  stdout?: number,
 ): Promise<VariantServer> {
   const file = fileURLToPath(new URL(`./variants/${name}.js`, import.meta.url));
   // e.g. BENCH_VARIANT_NODE_ARGS="--no-allocation-site-pretenuring" for every server of the run.
@@ -23,7 +38,7 @@ export async function startVariant(
   const child = fork(file, [], {
     execArgv: [...process.execArgv, ...extraArgs, ...toolArgs],
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    stdio: ['ignore', stdout ?? 'inherit', 'inherit', 'ipc'],
   });
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(
@@ -44,6 +59,9 @@ export async function startVariant(
     await stopChild(child);
     throw err;
   });
+  // e.g. BENCH_SETTLE_MS=12000: every server idles this long after it listens, before any load.
+  const settleMs = Number(process.env.BENCH_SETTLE_MS ?? 0);
+  if (settleMs > 0) await new Promise((r) => setTimeout(r, settleMs));
   return {
     name,
     url: `http://127.0.0.1:${port}`,

@@ -2,7 +2,7 @@ import { readFile, rm } from 'node:fs/promises';
 import type { VariantName } from './config.js';
 import type { BenchDatabase } from './database.js';
 import { keyedLoad, type KeyedScenario } from './keyed-load.js';
-import { startVariant } from './servers.js';
+import { serverEnv, startVariant } from './servers.js';
 
 export interface SignalledWindow {
   /** A preload (`--import`) that starts counting on the first SIGUSR2 and writes `out` on the second. */
@@ -30,13 +30,7 @@ export async function countInServer(
   await rm(w.out, { force: true });
   const server = await startVariant(
     variant,
-    {
-      DATABASE_URL: db.url,
-      BENCH_POOL_SIZE: '10',
-      BENCH_REDIS_PREFIX: `${db.name}-peer`,
-      [w.outVariable]: w.out,
-      REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
-    },
+    { ...serverEnv(db), [w.outVariable]: w.out },
     undefined,
     ['--import', w.preload],
   );
