@@ -48,6 +48,11 @@ export interface RunCaller {
   streams?: boolean;
   /** Whether the caller is gone (HTTP: its socket closed); nothing is written to it then. */
   gone?: () => boolean;
+  /**
+   * Called once the run is concluded (its outcome decided, maybe not yet written): what the
+   * caller keeps of it can go.
+   */
+  ended?: () => void;
 }
 
 /**
@@ -76,6 +81,7 @@ export class IdempotentExecution implements UnansweredRun {
   /** The transport sends each value as it comes (RPC), not one answer. */
   private streams = false;
   private callerGone?: () => boolean;
+  private callerEnded?: () => void;
   /** Watcher ticks its caller has been gone with nothing written; -1 while not watched. */
   private silent = -1;
   /** The last value the handler emitted (a web `Response` carries the status it chose). */
@@ -118,6 +124,7 @@ export class IdempotentExecution implements UnansweredRun {
   ): Observable<unknown> {
     this.streams = caller.streams ?? false;
     this.callerGone = caller.gone;
+    this.callerEnded = caller.ended;
     return defer(() => {
       if (this.claimTransaction) {
         this.context.manager = this.claimTransaction.manager;
@@ -405,7 +412,10 @@ export class IdempotentExecution implements UnansweredRun {
   }
 
   private end(): void {
-    if (!this.done) this.inFlight.runs--;
+    if (!this.done) {
+      this.inFlight.runs--;
+      this.callerEnded?.();
+    }
     this.done = true;
     if (this.silent >= 0) this.inFlight.unanswered.delete(this);
     if (this.answerCheck) clearTimeout(this.answerCheck);

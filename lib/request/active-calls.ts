@@ -1,7 +1,8 @@
 /**
  * One call's handling by the interceptor: active from subscription until its answer ends. `run`
- * is what the transport keeps of the run it started; `earlier` the run of the handling before it
- * (a call an app interceptor's `retry()` sent again), for the transport to conclude.
+ * is what the transport keeps of the run it started, until that run is concluded; `earlier` the
+ * run of the handling before it (a call an app interceptor's `retry()` sent again), for the
+ * transport to conclude.
  */
 export class CallMark<R> {
   active = true;

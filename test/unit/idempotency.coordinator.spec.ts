@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
-import { lastValueFrom, Observable, of } from 'rxjs';
+import { lastValueFrom, Observable, of, Subject } from 'rxjs';
 import type { DataSource } from 'typeorm';
 import { ProblemCode } from '../../lib/idempotency.constants.js';
 import { resolveIdempotencyOptions } from '../../lib/idempotency-options.resolve.js';
@@ -173,6 +173,49 @@ describe('IdempotencyCoordinator (transport-free decisions)', () => {
     expect(store.claims).toHaveLength(1);
     jest.advanceTimersByTime(2_000);
     expect((await coordinator.decide(attempt)).type).toBe('reject');
+  });
+
+  it('execute: the caller hears once that the run is concluded, not before its handler settled', async () => {
+    const decision = await coordinator.decide(attempt);
+    if (decision.type !== 'execute') throw new Error(decision.type);
+    const ended = jest.fn();
+    const handler = new Subject<unknown>();
+    const result = lastValueFrom(
+      decision.execution.run(
+        [],
+        { handle: () => handler },
+        captureValue(encode, async () => new Error('x'), true),
+        { ended },
+      ),
+    );
+    await new Promise((r) => setImmediate(r));
+    expect(ended).not.toHaveBeenCalled();
+    handler.next({ id: 7 });
+    handler.complete();
+    await expect(result).resolves.toEqual({ id: 7 });
+    expect(store.completions).toHaveLength(1);
+    expect(ended).toHaveBeenCalledTimes(1);
+  });
+
+  it('execute: the caller hears once that the run is concluded when its key is freed', async () => {
+    const decision = await coordinator.decide(attempt);
+    if (decision.type !== 'execute') throw new Error(decision.type);
+    const ended = jest.fn();
+    const failing = { handle: () => new Observable((s) => s.error(new Error('boom'))) };
+    await expect(
+      lastValueFrom(
+        decision.execution.run(
+          [],
+          failing,
+          captureValue(encode, async () => new Error('x'), true),
+          {
+            ended,
+          },
+        ),
+      ),
+    ).rejects.toThrow('boom');
+    expect(store.released).toBe(1);
+    expect(ended).toHaveBeenCalledTimes(1);
   });
 
   it('execute: a handler that throws frees the key and stores nothing', async () => {

@@ -160,9 +160,16 @@ class HttpTransport implements TransportAdapter {
         }
         const raw = rawResponse(res);
         const hold = holdCapture(raw, this.deps.options.replayHeaders);
-        mark.run = { execution, drop: hold.drop };
+        const run = { execution, drop: hold.drop };
+        mark.run = run;
+        // Dropped once concluded (nothing asks a concluded run anything): V8's young collections
+        // keep whatever a WeakMap value reaches, so a run kept on the mark took the request's
+        // objects through each, and V8 then allocated them in the old generation.
+        const ended = () => {
+          if (mark.run === run) mark.run = undefined;
+        };
         return {
-          result: execution.run(req, next, hold.capture, { gone: () => clientGone(raw) }),
+          result: execution.run(req, next, hold.capture, { gone: () => clientGone(raw), ended }),
           cancel: () => execution.cancel(),
         };
       }
