@@ -10,14 +10,11 @@ export interface VariantServer {
   stop(): Promise<void>;
 }
 
-/** What a variant's server reads: the run's database, a pool of `poolSize`, Redis for the peer. */
-export function serverEnv(
-  db: { url: string; name: string },
-  poolSize = 10,
-): Record<string, string> {
+/** What a variant's server reads: the run's database, a pool of 10, Redis for the peer. */
+export function serverEnv(db: { url: string; name: string }): Record<string, string> {
   return {
     DATABASE_URL: db.url,
-    BENCH_POOL_SIZE: String(poolSize),
+    BENCH_POOL_SIZE: '10',
     BENCH_REDIS_PREFIX: `${db.name}-peer`,
     REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
   };
