@@ -9,7 +9,8 @@ export interface QueryResult {
   rowCount: number | null;
 }
 export interface Queryable {
-  query(config: QueryConfig & { query_timeout?: number }): Promise<QueryResult>;
+  /** `types` is pg's per-statement option: the store parses what it reads with its own parsers. */
+  query(config: QueryConfig & { query_timeout?: number; types?: unknown }): Promise<QueryResult>;
 }
 export interface PoolClient extends Queryable {
   release(err?: Error | boolean): void;

@@ -76,13 +76,13 @@ describe("the store's named statements are described once per connection", () =>
     expect(none.rowCount).toBe(0);
   });
 
-  it('keeps each connection its own (type parsers, binary results) and works pipelined', async () => {
+  it("parses with the store's parsers, not a client's, keeps binary results, and works pipelined", async () => {
     const tagged = await open({
       types: { getTypeParser: () => (value: string | Buffer) => `tag:${String(value)}` },
     } as pg.ClientConfig);
     const binary = await open({ binary: true } as pg.ClientConfig);
     for (let i = 0; i < 2; i++) {
-      expect((await queryWithin(tagged.client, bound(2), MS)).rows[0].missing).toBe('tag:7');
+      expect((await queryWithin(tagged.client, bound(2), MS)).rows[0].missing).toBe(7);
       expect((await queryWithin(binary.client, bound(2), MS)).rows[0].missing).toBe(7);
     }
     expect([tagged.described, binary.described]).toEqual([1, 1]);
@@ -92,12 +92,21 @@ describe("the store's named statements are described once per connection", () =>
     expect(binary.described).toBe(1);
   });
 
-  it('looks the type parsers up on every execution, as pg does (one registered late applies)', async () => {
+  it("keeps the store's parsers for the types it reads, and pg's for the others, looked up each time", async () => {
     const { client } = await open();
     expect((await queryWithin(client, bound(2), MS)).rows[0].missing).toBe(7);
+    const [int4, timestamptz] = [23, 1184].map((oid) => pg.types.getTypeParser(oid, 'text'));
     client.setTypeParser(23, (value: string) => `late:${value}`);
-    const again = await queryWithin(client, bound(2), MS);
-    expect(again.rows[0]).toMatchObject({ id: 'late:2', missing: 'late:7', note: null });
+    pg.types.setTypeParser(23, (value: string) => `late:${value}`);
+    pg.types.setTypeParser(1184, (value: string) => `late:${value}`);
+    try {
+      const again = await queryWithin(client, bound(2), MS);
+      expect(again.rows[0]).toMatchObject({ id: 2, missing: 7, note: null, doc: 's' });
+      expect(again.rows[0].at).toMatch(/^late:2026-12-04 11:30:00.5\+00$/);
+    } finally {
+      pg.types.setTypeParser(23, int4);
+      pg.types.setTypeParser(1184, timestamptz);
+    }
   });
 
   it("leaves a client whose query was replaced to pg's own path (its wrapper gets a promise)", async () => {

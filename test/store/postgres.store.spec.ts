@@ -135,6 +135,83 @@ describe('PostgresIdempotencyStore audit rows and the timestamps it reads', () =
     expect(await rows(a.id)).toEqual([]);
   });
 
+  describe("while the app's own type parsers return tagged strings for every type", () => {
+    // What an app may register globally: float8 or jsonb kept as text, booleans as 't'/'f'.
+    const OIDS = [16, 17, 20, 21, 23, 25, 114, 701, 1043, 1184, 2950, 3802];
+    const withTaggedParsers = async (run: () => Promise<void>) => {
+      const originals = OIDS.map((oid) => pg.types.getTypeParser(oid, 'text'));
+      for (const oid of OIDS) pg.types.setTypeParser(oid, (text: string) => `app:${text}`);
+      try {
+        await run();
+      } finally {
+        OIDS.forEach((oid, i) => pg.types.setTypeParser(oid, originals[i]));
+      }
+    };
+
+    it("claims, stores, replays and refuses as with pg's own parsers", async () => {
+      const key = randomUUID();
+      let expiresAt: Date | undefined;
+      await withTaggedParsers(async () => {
+        const outcome = await claim(key);
+        if (outcome.type !== 'claimed') throw new Error(outcome.type);
+        const busy = await claim(key);
+        expect(busy).toEqual({
+          type: 'in_progress',
+          recordId: outcome.lease.id,
+          expiresAt: expect.any(Date),
+        });
+        const done = await store().complete(outcome.lease, {
+          statusCode: 402,
+          headers: { 'content-type': 'application/json', 'x-n': '1' },
+          body: Buffer.from('{"declined":true}'),
+          transactionId: 'tx-1',
+          ttlSeconds: 60,
+        });
+        expect(done?.expiresAt).toBeInstanceOf(Date);
+        expect(Number.isNaN(done!.expiresAt.getTime())).toBe(false);
+        expect(typeof done?.secondsLeft).toBe('number');
+        expiresAt = done!.expiresAt;
+        const replay = await claim(key);
+        if (replay.type !== 'completed') throw new Error(replay.type);
+        expect(replay.expiresAt).toEqual(expiresAt);
+        expect(replay.secondsLeft).toBeGreaterThan(50);
+        expect(replay.secondsLeft).toBeLessThanOrEqual(60);
+        expect(replay.response).toEqual({
+          statusCode: 402,
+          headers: { 'content-type': 'application/json', 'x-n': '1' },
+          body: Buffer.from('{"declined":true}'),
+        });
+        const peeked = await store().peek(
+          { key, endpoint: 'POST /audit', userId: '' },
+          'b'.repeat(64),
+        );
+        expect(peeked).toMatchObject({
+          type: 'completed',
+          expiresAt,
+          secondsLeft: expect.any(Number),
+        });
+        const other = await store().claim({ ...request(key), requestHash: 'c'.repeat(64) });
+        expect(other).toEqual({ type: 'mismatch', recordId: outcome.lease.id, expiresAt });
+      });
+      const [row] = await db.records('idempotency_key = $1', [key]);
+      expect(row).toMatchObject({ status: 'completed', status_code: 402, transaction_id: 'tx-1' });
+      expect(row.expires_at.getTime()).toBe(expiresAt!.getTime());
+    });
+
+    it('frees a released claim and reports a cleanup run with Dates and numbers', async () => {
+      const key = randomUUID();
+      await withTaggedParsers(async () => {
+        const outcome = await claim(key);
+        if (outcome.type !== 'claimed') throw new Error(outcome.type);
+        await store().release(outcome.lease);
+        expect((await claim(key)).type).toBe('claimed');
+        const result = await store().cleanup({ batchSize: 10, retentionSeconds: 60 });
+        expect(result.ran).toBe(true);
+        expect(typeof result.deleted).toBe('number');
+      });
+    });
+  });
+
   describe('while the app parses timestamptz as strings (pg.types.setTypeParser)', () => {
     const withStringTimestamps = async (run: () => Promise<void>) => {
       const original = pg.types.getTypeParser(TIMESTAMPTZ, 'text');

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { QueryConfig, QueryResult } from '../../interfaces/idempotency-pool.interface.js';
 import { DescribedResult, type KeptColumns, type PgField } from './described-once.result.js';
+import { STORE_TYPES, type TypeSource } from './store-types.js';
 
 /** A RowDescription as pg-protocol parsed it: the result's columns. */
 interface RowDescription {
@@ -24,7 +25,8 @@ declare class PgQuery {
   values: unknown[];
   callback?: (err: Error | null, result?: QueryResult) => void;
   query_timeout?: number;
-  _result: unknown;
+  types?: TypeSource;
+  _result: { _types?: TypeSource };
   _results: unknown;
   hasBeenParsed(connection: PgConnection): boolean;
   prepare(connection: PgConnection): void;
@@ -76,7 +78,10 @@ const DescribedOnceQuery = usable
         super(config.text);
         this.name = config.name;
         this.values = config.values;
-        if (keptResults) this._result = this._results = this.result = new DescribedResult!();
+        this.types = STORE_TYPES;
+        if (keptResults) {
+          this._result = this._results = this.result = new DescribedResult!(undefined, STORE_TYPES);
+        } else this._result._types = STORE_TYPES;
       }
 
       override prepare(connection: PgConnection): void {

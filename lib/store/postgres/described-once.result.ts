@@ -1,4 +1,5 @@
 import pg from 'pg';
+import type { TypeSource } from './store-types.js';
 
 /** A column of a RowDescription as pg-protocol parsed it. */
 export interface PgField {
@@ -10,9 +11,6 @@ export interface PgField {
 export interface KeptColumns {
   fields: PgField[];
   empty?: object;
-}
-interface TypeSource {
-  getTypeParser(oid: number, format: string): unknown;
 }
 /** The parts of pg's Result this relies on (pg 8: lib/result.js), checked below. */
 interface PgResult {

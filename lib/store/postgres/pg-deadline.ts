@@ -1,5 +1,6 @@
 import { type StatementCallback, submitDescribedOnce } from './described-once.query.js';
 import { telemetry } from '../../telemetry/idempotency.telemetry.js';
+import { STORE_TYPES } from './store-types.js';
 import type {
   Pool,
   PoolClient,
@@ -123,6 +124,7 @@ export function submitWithin(
         text: config.text,
         values: config.values,
         query_timeout: own,
+        types: STORE_TYPES,
       }),
     ).then(
       (result) => settle(undefined, result),
