@@ -76,7 +76,7 @@ describe("the store's named statements are described once per connection", () =>
     expect(none.rowCount).toBe(0);
   });
 
-  it("parses with the store's parsers, not a client's, keeps binary results, and works pipelined", async () => {
+  it("parses with the store's parsers, not a client's, on a binary client too, and works pipelined", async () => {
     const tagged = await open({
       types: { getTypeParser: () => (value: string | Buffer) => `tag:${String(value)}` },
     } as pg.ClientConfig);

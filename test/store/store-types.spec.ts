@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { queryWithin } from '../../lib/store/postgres/pg-deadline.js';
+import { ForeignParserError } from '../../lib/store/postgres/store-types.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 
 const MS = 5_000;
@@ -64,5 +65,82 @@ describe("the store's own type parsers", () => {
     } finally {
       oids.forEach((oid, i) => pg.types.setTypeParser(oid, originals[i]));
     }
+  });
+
+  it('reads text results on a binary client, whatever binary parsers the app registered', async () => {
+    const binary = new pg.Client({ connectionString: db.url, binary: true } as pg.ClientConfig);
+    await binary.connect();
+    const originals = [16, 23].map((oid) => pg.types.getTypeParser(oid, 'binary'));
+    pg.types.setTypeParser(16, 'binary', () => 'app');
+    pg.types.setTypeParser(23, 'binary', () => 'app');
+    try {
+      const statement = {
+        name: 'store_types_binary',
+        text: 'SELECT $1::int AS i, false AS f',
+        values: [5],
+      };
+      for (let i = 0; i < 2; i++) {
+        expect((await queryWithin(binary, statement, MS)).rows).toEqual([{ i: 5, f: false }]);
+      }
+    } finally {
+      [16, 23].forEach((oid, i) => pg.types.setTypeParser(oid, 'binary', originals[i]));
+      await binary.end();
+    }
+  });
+
+  describe('a client that keeps its own parsers whatever a statement asks (as pg-native does)', () => {
+    const fixedTypes = (bool: (text: string) => unknown) => ({
+      getTypeParser: (oid: number, format: string) =>
+        oid === 16 && format === 'text' ? bool : pg.types.getTypeParser(oid, format as 'text'),
+    });
+    /** A pg client behind pg-native's surface: no `connection`, its own `types` on every query. */
+    const nativeLike = async (types: ReturnType<typeof fixedTypes>) => {
+      const inner = new pg.Client({ connectionString: db.url });
+      await inner.connect();
+      const client = {
+        query: (config: { name?: string; text: string; values: unknown[] }) =>
+          inner.query({
+            name: config.name,
+            text: config.text,
+            values: config.values,
+            types,
+          } as pg.QueryConfig),
+        getTypeParser: types.getTypeParser,
+        end: () => inner.end(),
+      };
+      return client;
+    };
+    beforeAll(async () => {
+      await client.query('CREATE TABLE store_types_sent (n int)');
+    });
+    const insert = {
+      text: 'INSERT INTO store_types_sent VALUES (1) RETURNING true AS claimed',
+      values: [],
+    };
+    const sent = async () =>
+      (await client.query('SELECT count(*)::int AS n FROM store_types_sent')).rows[0].n;
+
+    it('refuses to send a statement when it would misread a type the store reads', async () => {
+      const tagged = await nativeLike(fixedTypes((text) => text));
+      try {
+        await expect(queryWithin(tagged, insert, MS)).rejects.toThrow(ForeignParserError);
+        await expect(queryWithin(tagged, insert, MS)).rejects.toThrow(
+          /parses oid 16 otherwise than pg/,
+        );
+        expect(await sent()).toBe(0);
+      } finally {
+        await tagged.end();
+      }
+    });
+
+    it("runs the store's statements when its parsers are pg's", async () => {
+      const plain = await nativeLike(fixedTypes((text) => text === 't'));
+      try {
+        expect((await queryWithin(plain, insert, MS)).rows).toEqual([{ claimed: true }]);
+        expect(await sent()).toBe(1);
+      } finally {
+        await plain.end();
+      }
+    });
   });
 });

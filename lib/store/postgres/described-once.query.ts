@@ -85,6 +85,8 @@ const DescribedOnceQuery = usable
       }
 
       override prepare(connection: PgConnection): void {
+        // Text results on a `binary: true` client too: the store's parsers are text parsers.
+        this.binary = false;
         const description = this.described.get(this.name as string);
         if (description === undefined || this.rows || !this.hasBeenParsed(connection)) {
           return super.prepare(connection);

@@ -1,6 +1,6 @@
 import { type StatementCallback, submitDescribedOnce } from './described-once.query.js';
 import { telemetry } from '../../telemetry/idempotency.telemetry.js';
-import { STORE_TYPES } from './store-types.js';
+import { ForeignParserError, foreignParser, STORE_TYPES } from './store-types.js';
 import type {
   Pool,
   PoolClient,
@@ -118,6 +118,8 @@ export function submitWithin(
     // Under a shared deadline, pg starts no timer of its own (0 and none on the connection).
     const own = shared ? 0 : ms;
     if (submitDescribedOnce(client, config, own, callback)) return;
+    const foreign = foreignParser(client);
+    if (foreign !== null) return settle(new ForeignParserError(foreign));
     Promise.resolve(
       client.query({
         name: config.name,

@@ -1,4 +1,5 @@
 import { StoreTimeoutError } from './pg-deadline.js';
+import { STORE_TYPES } from './store-types.js';
 
 /**
  * Which PostgreSQL server the pool talks to. A failover (a standby promoted, a virtual IP moved)
@@ -25,6 +26,7 @@ interface IdentityClient {
     text: string;
     values: unknown[];
     query_timeout: number;
+    types: unknown;
   }): Promise<{ rows: Record<string, unknown>[] }>;
 }
 
@@ -114,6 +116,7 @@ export class ServerIdentityWatch {
           text: IDENTITY_SQL[this.sql],
           values: [],
           query_timeout: this.timeoutMs,
+          types: STORE_TYPES,
         });
         const identity = String(rows[0]?.identity);
         if (identity !== this.identity) {
