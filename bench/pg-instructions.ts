@@ -28,21 +28,58 @@ const [WARMUP, BASE] = [20, 30];
 /** The claim with its conflicting-row read in a PL/pgSQL function (only run when fetched). */
 const READ_FUNCTION = `CREATE FUNCTION bench_existing(p_key varchar, p_endpoint varchar, p_user text, p_hash bpchar, p_locked boolean)
 RETURNS TABLE (id uuid, claimed boolean, locked boolean, status varchar, same_request boolean, stale boolean,
-  status_code smallint, expires_at timestamptz, seconds_left float8, response_headers jsonb, response_raw bytea,
+  status_code smallint, expires_ms float8, seconds_left float8, response_headers jsonb, response_raw bytea,
   response_key_id varchar, digested boolean)
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
   RETURN QUERY SELECT k.id, false, p_locked, k.status, k.request_hash = p_hash,
     CASE WHEN k.status = 'completed' THEN k.expires_at <= now() ELSE k.locked_until <= now() END,
-    k.status_code, k.expires_at, extract(epoch FROM k.expires_at - now())::float8,
+    k.status_code, floor(extract(epoch FROM k.expires_at) * 1000)::float8,
+    extract(epoch FROM k.expires_at - now())::float8,
     CASE WHEN k.request_hash = p_hash THEN k.response_headers END,
     CASE WHEN k.request_hash = p_hash THEN k.response_raw END,
     CASE WHEN k.request_hash = p_hash THEN k.response_key_id END, k.response_digest IS NOT NULL
    FROM ${TABLE} k WHERE k.idempotency_key = p_key AND k.endpoint = p_endpoint AND k.user_id = p_user;
   IF NOT FOUND THEN
     RETURN QUERY SELECT NULL::uuid, false, p_locked, NULL::varchar, NULL::boolean, NULL::boolean,
-      NULL::smallint, NULL::timestamptz, NULL::float8, NULL::jsonb, NULL::bytea, NULL::varchar, NULL::boolean;
+      NULL::smallint, NULL::float8, NULL::float8, NULL::jsonb, NULL::bytea, NULL::varchar, NULL::boolean;
   END IF;
+END $$`;
+
+/**
+ * The whole claim in a PL/pgSQL function: the lock, the insert (its plan cached in the function),
+ * and the conflicting row's read only when the insert took nothing; a claimed row is returned
+ * from variables, with no query.
+ */
+const CLAIM_FUNCTION = `CREATE FUNCTION bench_claim(p_key varchar, p_endpoint varchar, p_user text, p_hash bpchar,
+  p_token uuid, p_lease float8, p_ttl float8, p_lock bigint)
+RETURNS TABLE (id uuid, claimed boolean, locked boolean, status varchar, same_request boolean, stale boolean,
+  status_code smallint, expires_ms float8, seconds_left float8, response_headers jsonb, response_raw bytea,
+  response_key_id varchar, digested boolean)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE v_id uuid;
+BEGIN
+  locked := pg_try_advisory_xact_lock(p_lock);
+  IF locked THEN
+    INSERT INTO ${TABLE} AS k (idempotency_key, endpoint, user_id, request_hash, owner_token, locked_until, expires_at)
+    VALUES (p_key, p_endpoint, p_user, p_hash, p_token, now() + make_interval(secs => p_lease), now() + make_interval(secs => p_ttl))
+    ON CONFLICT (idempotency_key, endpoint, user_id) DO NOTHING RETURNING k.id INTO v_id;
+    IF v_id IS NOT NULL THEN
+      id := v_id; claimed := true; same_request := true; stale := false; digested := false;
+      RETURN NEXT;
+      RETURN;
+    END IF;
+  END IF;
+  RETURN QUERY SELECT k.id, false, locked, k.status, k.request_hash = p_hash,
+    CASE WHEN k.status = 'completed' THEN k.expires_at <= now() ELSE k.locked_until <= now() END,
+    k.status_code, floor(extract(epoch FROM k.expires_at) * 1000)::float8,
+    extract(epoch FROM k.expires_at - now())::float8,
+    CASE WHEN k.request_hash = p_hash THEN k.response_headers END,
+    CASE WHEN k.request_hash = p_hash THEN k.response_raw END,
+    CASE WHEN k.request_hash = p_hash THEN k.response_key_id END, k.response_digest IS NOT NULL
+   FROM (SELECT 1) one LEFT JOIN ${TABLE} k
+     ON k.idempotency_key = p_key AND k.endpoint = p_endpoint AND k.user_id = p_user;
 END $$`;
 
 type Call = (c: pg.Client, key: string) => Promise<unknown>;
@@ -54,6 +91,10 @@ const CASES: Record<string, Call> = {
   'claim, no read': (c, key) => c.query(shapedClaim('no-read', key)),
   'claim, insert alone': (c, key) => c.query(shapedClaim('insert-alone', key)),
   'claim, one row': (c, key) => c.query(shapedClaim('one-row', key)),
+  'claim, whole in a function': (c, key) => {
+    const q = shapedClaim('store', key);
+    return c.query({ ...q, name: 'shape_claim_function', text: 'SELECT * FROM bench_claim($1, $2, $3, $4, $5, $6, $7, $8)' }); // prettier-ignore
+  },
   'claim, read in a function': (c, key) => {
     const q = shapedClaim('no-read', key);
     const read = `UNION ALL SELECT * FROM bench_existing($1, $2, $3, $4, (SELECT locked FROM lock))
@@ -99,6 +140,7 @@ try {
   const pool = new pg.Pool(config);
   await migrate(pool);
   await pool.query(READ_FUNCTION);
+  await pool.query(CLAIM_FUNCTION);
   await pool.end();
   console.log(`pg-instructions: backend instructions per call, ${CALLS} calls, ${ROUNDS} rounds`);
   const means: Record<string, number> = {};
@@ -117,7 +159,7 @@ try {
     means[`${v} first call`] - means[claim];
   console.log(`first call, module / raw ${ratio('module first call', 'raw first call')}; claim, store / raw ${ratio('store claim', 'raw claim')}`); // prettier-ignore
   console.log(`completion (first call minus claim): raw ${(completion('raw', 'raw claim') / 1000).toFixed(1)} K, module ${(completion('module', 'store claim') / 1000).toFixed(1)} K`); // prettier-ignore
-  console.log(`claim shapes / store: no read ${ratio('claim, no read', 'store claim')}, insert alone ${ratio('claim, insert alone', 'store claim')}, read in a function ${ratio('claim, read in a function', 'store claim')}, one row ${ratio('claim, one row', 'store claim')}`); // prettier-ignore
+  console.log(`claim shapes / store: no read ${ratio('claim, no read', 'store claim')}, insert alone ${ratio('claim, insert alone', 'store claim')}, read in a function ${ratio('claim, read in a function', 'store claim')}, whole in a function ${ratio('claim, whole in a function', 'store claim')}, one row ${ratio('claim, one row', 'store claim')}`); // prettier-ignore
 } finally {
   server.kill('SIGINT');
   await exited;

@@ -34,7 +34,7 @@ export const SHAPES = {
   'one-row': `${insertPart}
 SELECT coalesce(ins.id, k.id) AS id, ins.id IS NOT NULL AS claimed, lock.locked AS locked,
        k.status, coalesce(ins.id IS NOT NULL OR k.request_hash = $4, false) AS same_request,
-       coalesce(${staleExpr('k')}, false) AS stale, k.status_code, k.expires_at,
+       coalesce(${staleExpr('k')}, false) AS stale, k.status_code, floor(extract(epoch FROM k.expires_at) * 1000)::float8 AS expires_ms,
        extract(epoch FROM k.expires_at - now())::float8 AS seconds_left,
        CASE WHEN k.request_hash = $4 THEN k.response_headers END AS response_headers,
        CASE WHEN k.request_hash = $4 THEN k.response_raw END AS response_raw,
