@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { queryWithin } from '../../lib/store/postgres/pg-deadline.js';
-import { ForeignParserError } from '../../lib/store/postgres/store-types.js';
+import { ForeignParserError } from '../../lib/store/postgres/foreign-parsers.check.js';
 import { createTestDatabase, type TestDatabase } from '../harness/test-database.js';
 
 const MS = 5_000;
@@ -76,11 +76,13 @@ describe("the store's own type parsers", () => {
     try {
       const statement = {
         name: 'store_types_binary',
-        text: 'SELECT $1::int AS i, false AS f',
+        text: 'SELECT $1::int AS i, false AS f, true AS t',
         values: [5],
       };
       for (let i = 0; i < 2; i++) {
-        expect((await queryWithin(binary, statement, MS)).rows).toEqual([{ i: 5, f: false }]);
+        expect((await queryWithin(binary, statement, MS)).rows).toEqual([
+          { i: 5, f: false, t: true },
+        ]);
       }
     } finally {
       [16, 23].forEach((oid, i) => pg.types.setTypeParser(oid, 'binary', originals[i]));
@@ -89,10 +91,15 @@ describe("the store's own type parsers", () => {
   });
 
   describe('a client that keeps its own parsers whatever a statement asks (as pg-native does)', () => {
-    const fixedTypes = (bool: (text: string) => unknown) => ({
-      getTypeParser: (oid: number, format: string) =>
-        oid === 16 && format === 'text' ? bool : pg.types.getTypeParser(oid, format as 'text'),
-    });
+    /** Its own parsers, looked up on each query as pg-native does; `own` may change later. */
+    const fixedTypes = (bool: (text: string) => unknown) => {
+      const own = new Map<number, unknown>([[16, bool]]);
+      return {
+        own,
+        getTypeParser: (oid: number, format: string) =>
+          (format === 'text' && own.get(oid)) || pg.types.getTypeParser(oid, format as 'text'),
+      };
+    };
     /** A pg client behind pg-native's surface: no `connection`, its own `types` on every query. */
     const nativeLike = async (types: ReturnType<typeof fixedTypes>) => {
       const inner = new pg.Client({ connectionString: db.url });
@@ -133,13 +140,34 @@ describe("the store's own type parsers", () => {
       }
     });
 
-    it("runs the store's statements when its parsers are pg's", async () => {
-      const plain = await nativeLike(fixedTypes((text) => text === 't'));
+    it("runs the store's statements when its parsers are pg's (int8 as a number too), and refuses once one changes", async () => {
+      const types = fixedTypes((text) => text === 't');
+      types.own.set(20, (text: string) => parseInt(text, 10));
+      const plain = await nativeLike(types);
       try {
         expect((await queryWithin(plain, insert, MS)).rows).toEqual([{ claimed: true }]);
         expect(await sent()).toBe(1);
+        types.own.set(16, (text: string) => text);
+        await expect(queryWithin(plain, insert, MS)).rejects.toThrow(/parses oid 16/);
+        expect(await sent()).toBe(1);
+        types.own.set(16, (text: string) => text === 't');
+        expect((await queryWithin(plain, insert, MS)).rows).toEqual([{ claimed: true }]);
+        expect(await sent()).toBe(2);
       } finally {
         await plain.end();
+      }
+    });
+
+    it('refuses a binary pg client the store cannot ask for text results (its query replaced)', async () => {
+      const binary = new pg.Client({ connectionString: db.url, binary: true } as pg.ClientConfig);
+      await binary.connect();
+      const original = binary.query.bind(binary) as (config: unknown) => Promise<pg.QueryResult>;
+      Object.assign(binary, { query: (config: unknown) => original(config) });
+      try {
+        await expect(queryWithin(binary, insert, MS)).rejects.toThrow(/binary results/);
+        expect(await sent()).toBe(2);
+      } finally {
+        await binary.end();
       }
     });
   });

@@ -1,6 +1,7 @@
 import { type StatementCallback, submitDescribedOnce } from './described-once.query.js';
 import { telemetry } from '../../telemetry/idempotency.telemetry.js';
-import { ForeignParserError, foreignParser, STORE_TYPES } from './store-types.js';
+import { ForeignParserError, foreignParser } from './foreign-parsers.check.js';
+import { STORE_TYPES } from './store-types.js';
 import type {
   Pool,
   PoolClient,

@@ -1,7 +1,6 @@
-import { isDeepStrictEqual } from 'node:util';
 import pg from 'pg';
 
-type Parse = (text: string) => unknown;
+export type Parse = (text: string) => unknown;
 /** pg's `types` option: where a result's parser for each column type comes from. */
 export interface TypeSource {
   getTypeParser(oid: number, format: string): unknown;
@@ -35,7 +34,7 @@ export function parseBytea(text: string): Buffer {
  * (`pg.types.setTypeParser`, a client's `types`) never apply to them: a boolean parsed as 'f'
  * would read as a claim granted, a float8 kept as a string as an invalid expiry.
  */
-const PARSERS = new Map<number, Parse>([
+export const PARSERS: ReadonlyMap<number, Parse> = new Map<number, Parse>([
   [16, (text) => text === 't'],
   [17, parseBytea],
   [19, asText],
@@ -62,60 +61,3 @@ export const STORE_TYPES: TypeSource = {
     return (format === 'text' && PARSERS.get(oid)) || pg.types.getTypeParser(oid, format as 'text');
   },
 };
-
-/** What pg's parser gives for one sample of each type the store reads: the check below. */
-const SAMPLES: [oid: number, text: string][] = [
-  [16, 't'],
-  [16, 'f'],
-  [17, '\\x00ff'],
-  [20, '9007199254740993'],
-  [21, '-7'],
-  [23, '7'],
-  [25, 'x'],
-  [114, '{"a":[1]}'],
-  [701, '0.5'],
-  [1043, 'x'],
-  [2950, '00000000-0000-0000-0000-000000000001'],
-  [3802, '{"a":[1]}'],
-];
-const checked = new WeakMap<object, string | null>();
-
-/**
- * For a client that parses with its own types whatever a statement asks (pg-native: its parsers
- * are fixed when it is built), the first type the store reads that it parses otherwise than pg
- * does, by oid; null when none. A client that takes each statement's `types` (pg's JavaScript
- * client) or has no `getTypeParser` (another driver) is not checked. Checked once per client.
- */
-export function foreignParser(client: object): string | null {
-  const known = checked.get(client);
-  if (known !== undefined) return known;
-  const source = client as Partial<TypeSource> & { connection?: unknown };
-  let found: string | null = null;
-  if (typeof source.getTypeParser === 'function' && source.connection === undefined) {
-    for (const [oid, text] of SAMPLES) {
-      const theirs = source.getTypeParser(oid, 'text') as Parse;
-      const ours = PARSERS.get(oid) as Parse;
-      let same: boolean;
-      try {
-        same = isDeepStrictEqual(theirs(text), ours(text));
-      } catch {
-        same = false;
-      }
-      if (!same) {
-        found = `oid ${oid}`;
-        break;
-      }
-    }
-  }
-  checked.set(client, found);
-  return found;
-}
-
-/** A statement refused on a client that would misread the store's rows (see `foreignParser`). */
-export class ForeignParserError extends Error {
-  constructor(type: string) {
-    super(
-      `nestjs-pg-idempotency: this client parses ${type} otherwise than pg does and cannot take the store's own parsers per statement (pg-native fixes them when the client is built), so the store would misread its records; the statement was not sent. Give the store a pool of pg's JavaScript client, or leave pg's parsers in place on this one.`,
-    );
-  }
-}
