@@ -89,7 +89,8 @@ export function reportingSessionLoss(
   return { query, end } as Queryable & { end(): Promise<void> };
 }
 
-function sessionGone(client: PoolClient, err: Error): boolean {
+/** The statement failed because the session is gone (see `reportingSessionLoss`). */
+export function sessionGone(client: PoolClient, err: Error): boolean {
   const severity = (err as { severity?: string }).severity;
   const pg = client as unknown as { _queryable?: boolean; _ending?: boolean };
   return severity === 'FATAL' || severity === 'PANIC' || pg._queryable === false || !!pg._ending;

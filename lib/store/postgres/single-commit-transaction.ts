@@ -8,6 +8,7 @@ import {
   abortedError,
   abortTransaction,
   reportingSessionLoss,
+  sessionGone,
   watchSingleCommit,
 } from './single-commit-bound.js';
 
@@ -101,7 +102,17 @@ export function singleCommitTransaction<TManager>(
     }
   };
   return {
-    run: async (config) => queryWithin(fenced(), config, timeoutMs),
+    // The store's own statements on the client itself: the session wrapper is not pg's client,
+    // and pg's client is what lets them ask for the store's parsers and text results.
+    run: async (config) => {
+      fenced();
+      try {
+        return await queryWithin(client, config, timeoutMs);
+      } catch (err) {
+        if (sessionGone(client, err as Error)) watch.lost(err as Error);
+        throw err;
+      }
+    },
     transaction: {
       manager: bind(handlerClient),
       get active() {
