@@ -25,20 +25,27 @@ const CALLS = Number(process.env.PG_INSTRUCTIONS_CALLS ?? 200);
 const ROUNDS = Number(process.env.PG_INSTRUCTIONS_ROUNDS ?? 2);
 const [WARMUP, BASE] = [20, 30];
 
-/** The claim with its conflicting-row read in a PL/pgSQL function (only run when fetched). */
-const READ_FUNCTION = `CREATE FUNCTION bench_existing(p_key varchar, p_endpoint varchar, p_user text, p_hash bpchar, p_locked boolean)
-RETURNS TABLE (id uuid, claimed boolean, locked boolean, status varchar, same_request boolean, stale boolean,
+/** What both functions return: the store's claim columns. */
+const RETURNS = `RETURNS TABLE (id uuid, claimed boolean, locked boolean, status varchar, same_request boolean, stale boolean,
   status_code smallint, expires_ms float8, seconds_left float8, response_headers jsonb, response_raw bytea,
-  response_key_id varchar, digested boolean)
-LANGUAGE plpgsql STABLE AS $$
-BEGIN
-  RETURN QUERY SELECT k.id, false, p_locked, k.status, k.request_hash = p_hash,
+  response_key_id varchar, digested boolean)`;
+/** The scope's row as the store's claim reads it, `locked` from the named variable. */
+const existingRow = (
+  locked: string,
+) => `SELECT k.id, false, ${locked}, k.status, k.request_hash = p_hash,
     CASE WHEN k.status = 'completed' THEN k.expires_at <= now() ELSE k.locked_until <= now() END,
     k.status_code, floor(extract(epoch FROM k.expires_at) * 1000)::float8,
     extract(epoch FROM k.expires_at - now())::float8,
     CASE WHEN k.request_hash = p_hash THEN k.response_headers END,
     CASE WHEN k.request_hash = p_hash THEN k.response_raw END,
-    CASE WHEN k.request_hash = p_hash THEN k.response_key_id END, k.response_digest IS NOT NULL
+    CASE WHEN k.request_hash = p_hash THEN k.response_key_id END, k.response_digest IS NOT NULL`;
+
+/** The claim with its conflicting-row read in a PL/pgSQL function (only run when fetched). */
+const READ_FUNCTION = `CREATE FUNCTION bench_existing(p_key varchar, p_endpoint varchar, p_user text, p_hash bpchar, p_locked boolean)
+${RETURNS}
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN QUERY ${existingRow('p_locked')}
    FROM ${TABLE} k WHERE k.idempotency_key = p_key AND k.endpoint = p_endpoint AND k.user_id = p_user;
   IF NOT FOUND THEN
     RETURN QUERY SELECT NULL::uuid, false, p_locked, NULL::varchar, NULL::boolean, NULL::boolean,
@@ -53,9 +60,7 @@ END $$`;
  */
 const CLAIM_FUNCTION = `CREATE FUNCTION bench_claim(p_key varchar, p_endpoint varchar, p_user text, p_hash bpchar,
   p_token uuid, p_lease float8, p_ttl float8, p_lock bigint)
-RETURNS TABLE (id uuid, claimed boolean, locked boolean, status varchar, same_request boolean, stale boolean,
-  status_code smallint, expires_ms float8, seconds_left float8, response_headers jsonb, response_raw bytea,
-  response_key_id varchar, digested boolean)
+${RETURNS}
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE v_id uuid;
@@ -71,13 +76,7 @@ BEGIN
       RETURN;
     END IF;
   END IF;
-  RETURN QUERY SELECT k.id, false, locked, k.status, k.request_hash = p_hash,
-    CASE WHEN k.status = 'completed' THEN k.expires_at <= now() ELSE k.locked_until <= now() END,
-    k.status_code, floor(extract(epoch FROM k.expires_at) * 1000)::float8,
-    extract(epoch FROM k.expires_at - now())::float8,
-    CASE WHEN k.request_hash = p_hash THEN k.response_headers END,
-    CASE WHEN k.request_hash = p_hash THEN k.response_raw END,
-    CASE WHEN k.request_hash = p_hash THEN k.response_key_id END, k.response_digest IS NOT NULL
+  RETURN QUERY ${existingRow('locked')}
    FROM (SELECT 1) one LEFT JOIN ${TABLE} k
      ON k.idempotency_key = p_key AND k.endpoint = p_endpoint AND k.user_id = p_user;
 END $$`;
