@@ -19,7 +19,7 @@ import { randomUUID } from 'node:crypto';
 import { retry, timer } from 'rxjs';
 import { Idempotent } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
-import { postGraphql, startGraphqlApp } from '../fixtures/graphql-app.js';
+import { GRAPHQL_APP_START_MS, postGraphql, startGraphqlApp } from '../fixtures/graphql-app.js';
 
 const typeDefs = `
   type Query { ping: String! }
@@ -63,7 +63,7 @@ describe('resolver class+method with method-level retry()', () => {
       typeDefs,
       providers: [PayResolver],
     }));
-  });
+  }, GRAPHQL_APP_START_MS);
   afterAll(async () => {
     await app?.close();
     await db?.drop();

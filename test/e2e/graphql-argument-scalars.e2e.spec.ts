@@ -12,7 +12,7 @@ import { GraphQLBigInt } from 'graphql-scalars';
 import { randomUUID } from 'node:crypto';
 import { Idempotent } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
-import { startGraphqlApp } from '../fixtures/graphql-app.js';
+import { GRAPHQL_APP_START_MS, startGraphqlApp } from '../fixtures/graphql-app.js';
 import { Executions } from '../fixtures/payments.fixture.js';
 
 const exec = new Executions();
@@ -89,7 +89,7 @@ describe('keyed mutations with custom scalar arguments', () => {
       providers: [TransfersResolver],
       graphql: { resolvers: { BigInt: GraphQLBigInt, Money: MoneyScalar } },
     }));
-  });
+  }, GRAPHQL_APP_START_MS);
   afterAll(async () => {
     await app?.close();
     await db?.drop();

@@ -13,7 +13,7 @@ import { GraphQLBigInt } from 'graphql-scalars';
 import { randomUUID } from 'node:crypto';
 import { Idempotent } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
-import { postGraphql, startGraphqlApp } from '../fixtures/graphql-app.js';
+import { GRAPHQL_APP_START_MS, postGraphql, startGraphqlApp } from '../fixtures/graphql-app.js';
 
 const typeDefs = `
   scalar BigInt
@@ -59,7 +59,7 @@ describe('GraphQL: a bigint returned through graphql-scalars BigInt, read by a f
       providers: [PaymentsResolver],
       graphql: { resolvers: { BigInt: GraphQLBigInt } },
     }));
-  });
+  }, GRAPHQL_APP_START_MS);
   afterAll(async () => {
     await app?.close();
     await db?.drop();

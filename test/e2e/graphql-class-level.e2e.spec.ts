@@ -9,7 +9,7 @@ import { Args, Mutation, Parent, Query, ResolveField, Resolver } from '@nestjs/g
 import { randomUUID } from 'node:crypto';
 import { Idempotent } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
-import { postGraphql, startGraphqlApp } from '../fixtures/graphql-app.js';
+import { GRAPHQL_APP_START_MS, postGraphql, startGraphqlApp } from '../fixtures/graphql-app.js';
 
 const typeDefs = `
   type Payment { id: ID!, amount: Int!, run: Int!, receipt: String! }
@@ -50,7 +50,7 @@ describe('class-level @Idempotent() on a resolver with field resolvers', () => {
       providers: [PaymentsResolver],
       graphql: { fieldResolverEnhancers: ['interceptors', 'guards'] },
     }));
-  });
+  }, GRAPHQL_APP_START_MS);
   afterAll(async () => {
     await app?.close();
     await db?.drop();

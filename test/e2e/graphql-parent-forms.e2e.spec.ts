@@ -14,7 +14,7 @@ import { GraphQLDateTime } from 'graphql-scalars';
 import { randomUUID } from 'node:crypto';
 import { Idempotent } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
-import { postGraphql, startGraphqlApp } from '../fixtures/graphql-app.js';
+import { GRAPHQL_APP_START_MS, postGraphql, startGraphqlApp } from '../fixtures/graphql-app.js';
 
 const typeDefs = `
   scalar DateTime
@@ -80,7 +80,7 @@ describe('a replay hands field resolvers the leaves the mutation returned', () =
         resolvers: { DateTime, MaskedPan, Status: { PAID: 'paid', PENDING: 'pending' } },
       },
     }));
-  });
+  }, GRAPHQL_APP_START_MS);
   afterAll(async () => {
     await app?.close();
     await db?.drop();

@@ -13,7 +13,7 @@ import { GraphQLScalarType, Kind } from 'graphql';
 import { randomUUID } from 'node:crypto';
 import { Idempotent } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
-import { postGraphql, startGraphqlApp } from '../fixtures/graphql-app.js';
+import { GRAPHQL_APP_START_MS, postGraphql, startGraphqlApp } from '../fixtures/graphql-app.js';
 
 const typeDefs = `
   scalar DateTime
@@ -99,7 +99,7 @@ describe('a replay hands field resolvers their parent as the mutation returned i
         },
       },
     }));
-  });
+  }, GRAPHQL_APP_START_MS);
   afterAll(async () => {
     await app?.close();
     await db?.drop();

@@ -12,7 +12,7 @@ import { GraphQLJSON } from 'graphql-scalars';
 import { randomUUID } from 'node:crypto';
 import { Idempotent } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
-import { postGraphql, startGraphqlApp } from '../fixtures/graphql-app.js';
+import { GRAPHQL_APP_START_MS, postGraphql, startGraphqlApp } from '../fixtures/graphql-app.js';
 
 const typeDefs = `
   type Charge { id: ID!, amount: Int! }
@@ -51,7 +51,7 @@ describe('GraphQL: a __proto__ alias or key', () => {
       providers: [PaymentsResolver],
       graphql: { resolvers: { JSON: GraphQLJSON } },
     }));
-  });
+  }, GRAPHQL_APP_START_MS);
   afterAll(async () => {
     await app?.close();
     await db?.drop();

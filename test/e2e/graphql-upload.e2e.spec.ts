@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { Idempotent } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
-import { startGraphqlApp } from '../fixtures/graphql-app.js';
+import { GRAPHQL_APP_START_MS, startGraphqlApp } from '../fixtures/graphql-app.js';
 
 interface FileUpload {
   filename: string;
@@ -95,7 +95,7 @@ describe('GraphQL mutation with an Upload argument and an Idempotency-Key', () =
       providers: [DocumentsResolver],
       graphql: { resolvers: { Upload } },
     }));
-  });
+  }, GRAPHQL_APP_START_MS);
   afterAll(async () => {
     await app?.close();
     await db?.drop();

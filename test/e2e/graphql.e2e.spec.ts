@@ -10,7 +10,7 @@ import {
   ProblemCode,
 } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
-import { startGraphqlApp } from '../fixtures/graphql-app.js';
+import { GRAPHQL_APP_START_MS, startGraphqlApp } from '../fixtures/graphql-app.js';
 
 const typeDefs = `
   type Payment { id: ID!, amount: Int!, run: Int!, createdAt: String! }
@@ -108,7 +108,7 @@ describe('@Idempotent() on GraphQL mutations (Apollo)', () => {
       typeDefs,
       providers: [PaymentsResolver],
     }));
-  });
+  }, GRAPHQL_APP_START_MS);
 
   afterAll(async () => {
     await app?.close();

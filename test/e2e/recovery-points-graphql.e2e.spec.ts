@@ -5,7 +5,7 @@ import { Args, Mutation, Query, Resolver } from '@nestjs/graphql';
 import { randomUUID } from 'node:crypto';
 import { type IdempotencyContext, IdempotencyCtx, Idempotent } from '../../lib/index.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../fixtures/migrated-database.js';
-import { startGraphqlApp } from '../fixtures/graphql-app.js';
+import { GRAPHQL_APP_START_MS, startGraphqlApp } from '../fixtures/graphql-app.js';
 import { endLease, stepsCommitted } from '../fixtures/abandoned-run.js';
 
 const typeDefs = `
@@ -60,7 +60,7 @@ describe('recovery points in a GraphQL mutation', () => {
       providers: [ChargesResolver],
       idempotency: { derivedKeySecret: 'g'.repeat(32) },
     }));
-  });
+  }, GRAPHQL_APP_START_MS);
   afterAll(async () => {
     await app?.close();
     await db?.drop();
