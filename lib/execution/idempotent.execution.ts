@@ -2,11 +2,7 @@ import { type CallHandler, HttpException, type LoggerService } from '@nestjs/com
 import { defer, type Observable } from 'rxjs';
 import { abortableRun } from './abortable-run.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.defaults.js';
-import {
-  attachIdempotencyContext,
-  derivedTransactionId,
-  IdempotencyContext,
-} from './idempotency-context.js';
+import { attachIdempotencyContext, IdempotencyContext } from './idempotency-context.js';
 import type { IdempotentRoute } from './idempotent-route.resolver.js';
 import type {
   CompletedRecord,
@@ -17,16 +13,9 @@ import type {
   StoredResponse,
 } from '../interfaces/idempotency-store.interface.js';
 import { trackSettlement } from './handler-settlement.js';
-import {
-  type Completing,
-  completionOf,
-  rolledBackResponse,
-  unknownOutcomeResponse,
-} from './outcome-completion.js';
-import { commitOutcomeUnknown } from './commit-outcome.js';
+import { completionOf, rolledBackResponse } from './outcome-completion.js';
 import type { OutcomeCapture, UncapturableReason, WireResponse } from './handler-outcome.js';
 import { isRecoveryPointFailure } from '../recovery/recovery-point.error.js';
-import { completeUntilStored, fallbackCompletions, refusedByDatabase } from './completion-retry.js';
 import { LeaseHeartbeat } from './lease-heartbeat.js';
 import {
   type InFlightRuns,
@@ -35,9 +24,9 @@ import {
   watchUnanswered,
 } from './in-flight-runs.js';
 import { openTransaction } from './transactional-routes.check.js';
-import { TransactionAbortedError, transactionAborted } from '../store/transaction-aborted.error.js';
-import { telemetry } from '../telemetry/idempotency.telemetry.js';
+import { transactionAborted } from '../store/transaction-aborted.error.js';
 import { RecoveryPoints } from '../recovery/recovery-points.js';
+import { OutcomeRecorder } from './outcome.recorder.js';
 
 /** How long a run holding an idle transaction waits for an answer to a caller that left. */
 const IDLE_TRANSACTION_WAIT_MS = 500;
@@ -63,7 +52,7 @@ export interface RunCaller {
 export class IdempotentExecution implements UnansweredRun {
   private readonly heartbeat: LeaseHeartbeat;
   private readonly context: IdempotencyContext<unknown>;
-  private transaction?: IdempotencyTransaction;
+  private readonly recorder: OutcomeRecorder;
   private handlerError: unknown = undefined;
   /** The handler (or a pipe or interceptor inside it) threw: only then may its key be freed. */
   private threw = false;
@@ -74,8 +63,6 @@ export class IdempotentExecution implements UnansweredRun {
   private done = false;
   /** Counted until `done`, and in `writes` while its outcome is written: a shutdown waits for it. */
   private readonly inFlight: InFlightRuns;
-  /** Single-commit: the store ended the transaction on its own; nothing of it was committed. */
-  private abortedBy?: Error;
   /** The same call came again while this run held it: the response is that call's refusal. */
   private overlap = false;
   /** The transport sends each value as it comes (RPC), not one answer. */
@@ -106,9 +93,19 @@ export class IdempotentExecution implements UnansweredRun {
     this.context.bindRecoveryPoints(
       new RecoveryPoints(store, lease, scope, options.derivedKeySecret, !!route.transactional),
     );
-    this.transaction = claimTransaction;
-    this.heartbeat = new LeaseHeartbeat(store, lease, options, logger, () => this.describe());
     this.inFlight = inFlightRuns(store);
+    this.recorder = new OutcomeRecorder(
+      options,
+      store,
+      logger,
+      route,
+      lease,
+      this.context,
+      this.inFlight,
+      () => this.describe(),
+      claimTransaction,
+    );
+    this.heartbeat = new LeaseHeartbeat(store, lease, options, logger, () => this.describe());
     this.inFlight.runs++;
   }
 
@@ -129,14 +126,15 @@ export class IdempotentExecution implements UnansweredRun {
       if (this.claimTransaction) {
         this.context.manager = this.claimTransaction.manager;
       } else if (this.route.transactional) {
-        this.transaction = openTransaction(this.store, this.lease, async (tx) => {
+        const transaction = openTransaction(this.store, this.lease, async (tx) => {
           if (!this.store.lockInTransaction) return;
           // Halted first: a renewal sent after the lock would wait on it until its deadline.
           await this.heartbeat.halt();
           const locked = await this.store.lockInTransaction(this.lease, tx);
           if (!locked && !this.done) this.heartbeat.resume();
         });
-        this.context.manager = this.transaction.manager;
+        this.recorder.transaction = transaction;
+        this.context.manager = transaction.manager;
       }
       attachIdempotencyContext(req, this.context);
       // A single-commit claim lives as long as its transaction: nothing to renew.
@@ -151,7 +149,11 @@ export class IdempotentExecution implements UnansweredRun {
         },
       });
       const aborted = this.claimTransaction?.aborted;
-      const abortable = abortableRun(handled, aborted, (reason) => (this.abortedBy = reason));
+      const abortable = abortableRun(
+        handled,
+        aborted,
+        (reason) => (this.recorder.abortedBy = reason),
+      );
       return capture(abortable, {
         onUncapturable: (status, reason) =>
           this.uncapturable(status, reason).catch((err) => this.unrecorded(status, err)),
@@ -173,8 +175,9 @@ export class IdempotentExecution implements UnansweredRun {
     if (this.done || !this.settled) return false;
     this.settle();
     if (isRecoveryPointFailure(this.handlerError)) this.keptForResume();
-    else if (this.threw) await this.discard('its handler threw and the call was tried again');
-    else await this.completeAnyway(this.route.successStatus, 'unrecorded');
+    else if (this.threw)
+      await this.recorder.discard('its handler threw and the call was tried again');
+    else await this.recorder.completeAnyway(this.route.successStatus, 'unrecorded');
     return true;
   }
 
@@ -190,7 +193,7 @@ export class IdempotentExecution implements UnansweredRun {
   /** The caller went away before the handler started: free the key at once. */
   async cancel(): Promise<void> {
     this.end();
-    await this.discard('the request was abandoned before its handler ran');
+    await this.recorder.discard('the request was abandoned before its handler ran');
   }
 
   /**
@@ -204,7 +207,7 @@ export class IdempotentExecution implements UnansweredRun {
       this.keptForResume();
       return 'kept';
     }
-    await this.discard('its handler failed');
+    await this.recorder.discard('its handler failed');
   }
 
   /**
@@ -224,9 +227,9 @@ export class IdempotentExecution implements UnansweredRun {
   private async responded(req: object, wire: WireResponse): Promise<WireResponse | void> {
     // Written after the run was concluded without a body (`watchUnanswered`): nothing to record.
     if (this.done) return;
-    if (this.abortedBy) {
+    if (this.recorder.abortedBy) {
       this.settle();
-      return this.rolledBack(this.abortedBy);
+      return this.recorder.rolledBack(this.recorder.abortedBy);
     }
     // A handler that owns the response (`@Res()`) may send before it returns: that is its outcome.
     if (this.early || (!this.settled && !this.route.ownsResponse)) {
@@ -240,11 +243,11 @@ export class IdempotentExecution implements UnansweredRun {
     if (isRecoveryPointFailure(this.handlerError)) return this.keptForResume();
     // Its transaction failed under it (the claim lost at BEGIN): nothing committed, a 503.
     const aborted = this.threw ? transactionAborted(this.handlerError) : undefined;
-    if (aborted) return this.rolledBack(aborted);
+    if (aborted) return this.recorder.rolledBack(aborted);
     if (this.overlap) {
       return this.threw
-        ? this.discard('its handler threw while a second call was refused')
-        : this.completeAnyway(this.route.successStatus, 'unrecorded');
+        ? this.recorder.discard('its handler threw while a second call was refused')
+        : this.recorder.completeAnyway(this.route.successStatus, 'unrecorded');
     }
     if (wire.statusCode === 304) return this.notModified();
     if (!this.options.storeIf(wire.statusCode, this.handlerError))
@@ -253,10 +256,10 @@ export class IdempotentExecution implements UnansweredRun {
     const { storable } = outcome;
     const completing = {
       ...outcome.completing,
-      transactionId: this.transactionId(req, outcome.body),
+      transactionId: this.recorder.transactionId(req, outcome.body),
     };
-    const record = await this.record(completing);
-    if (record === 'rolled-back' || record === 'unknown') return this.rolledBack(record);
+    const record = await this.recorder.record(completing);
+    if (record === 'rolled-back' || record === 'unknown') return this.recorder.rolledBack(record);
     if (record && storable) this.onStored(completing as StoredResponse, record);
   }
 
@@ -267,7 +270,7 @@ export class IdempotentExecution implements UnansweredRun {
    */
   private notModified(): Promise<WireResponse | void> {
     if (!this.options.storeIf(304, this.handlerError)) return this.notKept(304, 'not stored');
-    return this.completeAnyway(304, 'conditional');
+    return this.recorder.completeAnyway(304, 'conditional');
   }
 
   private handlerSettled(error: unknown, errored: boolean, emitted: boolean, last: unknown): void {
@@ -299,7 +302,7 @@ export class IdempotentExecution implements UnansweredRun {
       void this.notKept(status, `its handler failed (${status}) after an early response`);
       return;
     }
-    void this.completeAnyway(status);
+    void this.recorder.completeAnyway(status);
   }
 
   /**
@@ -315,7 +318,7 @@ export class IdempotentExecution implements UnansweredRun {
     this.settle();
     if (!this.options.storeIf(status, this.handlerError)) return this.notKept(status, 'not stored');
     this.logger.warn?.(`${this.describe()}: response ${reason}; stored its status only`);
-    return this.completeAnyway(status, reason);
+    return this.recorder.completeAnyway(status, reason);
   }
 
   /**
@@ -324,34 +327,18 @@ export class IdempotentExecution implements UnansweredRun {
    * completed without a body (rule (b)) and a transactional handler's writes commit with it.
    */
   private notKept(status: number, reason: string): Promise<WireResponse | void> {
-    if (this.threw) return this.discard(reason);
+    if (this.threw) return this.recorder.discard(reason);
     this.logger.warn?.(
       `${this.describe()}: storeIf did not keep its ${status}, but the handler returned; completed without a body`,
     );
-    return this.completeAnyway(status, 'not_kept');
+    return this.recorder.completeAnyway(status, 'not_kept');
   }
 
   /** Bookkeeping failed after the handler ran (an app's `storeIf` threw): still never a re-run. */
   private unrecorded(status: number, err: unknown): Promise<WireResponse | void> {
     this.settle();
     this.logger.error?.(`${this.describe()}: could not record its outcome: ${err}`);
-    return this.completeAnyway(status, 'unrecorded');
-  }
-
-  /** Records that the handler ran, with its status and no body (rule (b), docs/behaviour-and-states.md). */
-  private async completeAnyway(
-    status: number,
-    reason?: UncapturableReason,
-  ): Promise<WireResponse | void> {
-    const record = await this.record({
-      statusCode: status,
-      headers: {},
-      body: null,
-      bodyDigest: null,
-      omitted: reason,
-      transactionId: this.context.transactionId,
-    });
-    if (record === 'rolled-back' || record === 'unknown') return this.rolledBack(record);
+    return this.recorder.completeAnyway(status, 'unrecorded');
   }
 
   /**
@@ -368,7 +355,7 @@ export class IdempotentExecution implements UnansweredRun {
     this.waitingSince = performance.now();
     const everyMs = (this.options.leaseSeconds * 1000) / 3;
     watchUnanswered(this.inFlight, this, everyMs);
-    if (this.transaction?.active && !this.route.ownsResponse) {
+    if (this.recorder.transaction?.active && !this.route.ownsResponse) {
       this.answerCheck = setTimeout(() => this.concludeIfGone(), IDLE_TRANSACTION_WAIT_MS);
       this.answerCheck.unref();
     }
@@ -378,10 +365,11 @@ export class IdempotentExecution implements UnansweredRun {
   tick(): void {
     this.silent = this.callerGone?.() ? this.silent + 1 : 0;
     if (this.silent === 0) return;
-    if (this.heartbeat.expired || this.abortedBy) return this.concludeIfGone();
+    if (this.heartbeat.expired || this.recorder.abortedBy) return this.concludeIfGone();
     if (this.route.ownsResponse) return;
     const idling =
-      this.transaction?.active && performance.now() - this.waitingSince >= IDLE_TRANSACTION_WAIT_MS;
+      this.recorder.transaction?.active &&
+      performance.now() - this.waitingSince >= IDLE_TRANSACTION_WAIT_MS;
     if (this.silent >= 3 || idling) this.concludeIfGone();
   }
 
@@ -390,9 +378,9 @@ export class IdempotentExecution implements UnansweredRun {
     if (this.done || !this.callerGone?.()) return;
     this.inFlight.unanswered.delete(this);
     // Single-commit, its transaction ended by the store: nothing of it was committed.
-    if (this.abortedBy) {
+    if (this.recorder.abortedBy) {
       this.settle();
-      void this.rolledBack(this.abortedBy).catch(() => undefined);
+      void this.recorder.rolledBack(this.recorder.abortedBy).catch(() => undefined);
       return;
     }
     this.logger.warn?.(
@@ -419,104 +407,6 @@ export class IdempotentExecution implements UnansweredRun {
     this.done = true;
     if (this.silent >= 0) this.inFlight.unanswered.delete(this);
     if (this.answerCheck) clearTimeout(this.answerCheck);
-  }
-
-  private async discard(reason: string): Promise<void> {
-    await this.endTransaction(false);
-    await this.release(reason);
-  }
-
-  /** Completes the record (committing the handler's writes with it, in transactional mode). */
-  private async record(c: Completing): Promise<CompletedRecord | null | 'rolled-back' | 'unknown'> {
-    const completion = { ...c, ttlSeconds: this.route.ttlSeconds };
-    // Captured now: a failed COMMIT has already dropped the transaction when the catch runs.
-    const transaction = this.transaction?.active ? this.transaction : undefined;
-    // Single-commit: the completion is sent with the COMMIT.
-    let committing = transaction !== undefined && transaction === this.claimTransaction;
-    // A write until its COMMIT ended too (transactional): a graceful shutdown waits for it.
-    this.inFlight.writes++;
-    try {
-      const record = await telemetry.complete(this.lease, c.transactionId, () =>
-        this.store.complete(this.lease, completion, transaction),
-      );
-      if (!record) this.logger.error?.(`Lost the claim of ${this.describe()} before completion`);
-      if (transaction && !record) throw new Error('lease lost');
-      committing = transaction !== undefined;
-      await this.endTransaction(committing);
-      return record;
-    } catch (err) {
-      telemetry.completionFailed();
-      if (transaction) {
-        const outcome = committing && commitOutcomeUnknown(err) ? 'unknown' : 'rolled-back';
-        this.logger.error?.(
-          `${this.describe()} not committed (${outcome}): ${(err as Error).message}`,
-        );
-        return outcome;
-      }
-      this.logger.error?.(`Could not store the response of ${this.describe()}: ${err}`);
-      // Refused by the database: the bytes are what a retry needs, stored alone, else the status
-      // alone. Not answered (a lost connection, a failover): the same write first, so the record
-      // keeps its transaction id. Never delete the claim: a retry would run the operation again.
-      const { store, lease, logger } = this;
-      const retry = { store, lease, logger, leaseSeconds: this.options.leaseSeconds };
-      const fallbacks = fallbackCompletions(completion);
-      telemetry.completionRetried();
-      return completeUntilStored(
-        { ...retry, describe: () => this.describe() },
-        refusedByDatabase(err) ? fallbacks : [completion, ...fallbacks],
-      );
-    } finally {
-      this.inFlight.writes--;
-    }
-  }
-
-  /**
-   * Transactional mode, outcome not recorded: free the key and say what is known. Rolled back
-   * (PostgreSQL answered with an error, or the store aborted the transaction): nothing was
-   * committed. Unknown (the COMMIT got no answer): the same key replays or runs it.
-   */
-  private async rolledBack(
-    cause: 'rolled-back' | 'unknown' | Error = 'rolled-back',
-  ): Promise<WireResponse> {
-    const err = cause instanceof Error ? cause : this.abortedBy;
-    this.logger.error?.(`Rolled back ${this.describe()}${err ? `: ${err.message}` : ''}`);
-    await this.discard('its transaction did not commit');
-    if (cause === 'unknown' && !err) return unknownOutcomeResponse(this.options.retryAfterSeconds);
-    const detail = err instanceof TransactionAbortedError ? err.detail : undefined;
-    return rolledBackResponse(this.options.retryAfterSeconds, detail);
-  }
-
-  private transactionId(req: object, body: () => unknown): string | null {
-    if (this.context.transactionId !== null) return this.context.transactionId;
-    return derivedTransactionId(this.route.transactionId, req, body, () =>
-      this.logger.error?.(`${this.describe()}: transactionId() gave an unusable id; stored none`),
-    );
-  }
-
-  /**
-   * A failed commit throws; a failed rollback does not (a dead connection rolls back anyway). Not
-   * async: a single-commit run, committed with its record, has an ended promise to give.
-   */
-  private endTransaction(commit: boolean): Promise<void> | undefined {
-    const tx = this.transaction;
-    if (!tx) return undefined;
-    this.transaction = undefined;
-    return commit ? tx.commit() : tx.rollback().catch(() => undefined);
-  }
-
-  private async release(reason: string): Promise<void> {
-    // Single-commit: the claim was never committed; ending the transaction freed it.
-    if (this.claimTransaction) return;
-    this.inFlight.writes++;
-    try {
-      await this.store.release(this.lease);
-    } catch (err) {
-      this.logger.warn?.(
-        `Could not release ${this.describe()} (${reason}); it frees when its lease ends: ${(err as Error).message}`,
-      );
-    } finally {
-      this.inFlight.writes--;
-    }
   }
 
   private describe(): string {
