@@ -40,7 +40,7 @@ const withPostgres = {
 export default {
   // End-to-end specs talk to real servers on a 2-core machine that may be busy.
   testTimeout: 30_000,
-  // On 2 cores (one worker or less) jest runs every file in its own process, whose heap grew past
+  // On 2 cores (one worker or less) jest runs every file inside its main process, whose heap grew past
   // 4 GB in the embedded run: its garbage collection then stalled unrelated tests (an in-memory
   // store's test timed out at 30 s). A limit makes jest run the files in a worker it restarts.
   workerIdleMemoryLimit: '1GB',
