@@ -1,5 +1,5 @@
 /** Starts each variant as its own Node process (compiled to dist-bench/bench/variants/*.js). */
-import { type ChildProcess, fork } from 'node:child_process';
+import { type ChildProcess, execFileSync, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { VariantName } from './config.js';
 
@@ -56,6 +56,7 @@ export async function startVariant(
     await stopChild(child);
     throw err;
   });
+  pinServer(child.pid as number);
   // e.g. BENCH_SETTLE_MS=12000: every server idles this long after it listens, before any load.
   const settleMs = Number(process.env.BENCH_SETTLE_MS ?? 0);
   if (settleMs > 0) await new Promise((r) => setTimeout(r, settleMs));
@@ -65,6 +66,15 @@ export async function startVariant(
     pid: child.pid as number,
     stop: () => stopChild(child),
   };
+}
+
+/**
+ * e.g. BENCH_SERVER_CPUS=0 (run the bench itself under `taskset -c 1`): every thread the server
+ * has once it listens runs on those CPUs only, so its load generator does not share its core.
+ */
+function pinServer(pid: number): void {
+  const cpus = process.env.BENCH_SERVER_CPUS;
+  if (cpus) execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
 }
 
 /** SIGTERM (the server closes its app and pools), SIGKILL if it lingers. */
