@@ -17,19 +17,12 @@ import { completionOf, rolledBackResponse } from './outcome-completion.js';
 import type { OutcomeCapture, UncapturableReason, WireResponse } from './handler-outcome.js';
 import { isRecoveryPointFailure } from '../recovery/recovery-point.error.js';
 import { LeaseHeartbeat } from './lease-heartbeat.js';
-import {
-  type InFlightRuns,
-  inFlightRuns,
-  type UnansweredRun,
-  watchUnanswered,
-} from './in-flight-runs.js';
+import { type InFlightRuns, inFlightRuns } from './in-flight-runs.js';
 import { openTransaction } from './transactional-routes.check.js';
 import { transactionAborted } from '../store/transaction-aborted.error.js';
 import { RecoveryPoints } from '../recovery/recovery-points.js';
 import { OutcomeRecorder } from './outcome.recorder.js';
-
-/** How long a run holding an idle transaction waits for an answer to a caller that left. */
-const IDLE_TRANSACTION_WAIT_MS = 500;
+import { UnansweredWatch } from './unanswered.watch.js';
 
 /** What the transport tells a run about its caller. */
 export interface RunCaller {
@@ -49,7 +42,7 @@ export interface RunCaller {
  * response has left: a response sent before the handler settled (a timeout interceptor's 408)
  * is never stored as the outcome; the outcome is recorded when the handler settles.
  */
-export class IdempotentExecution implements UnansweredRun {
+export class IdempotentExecution {
   private readonly heartbeat: LeaseHeartbeat;
   private readonly context: IdempotencyContext<unknown>;
   private readonly recorder: OutcomeRecorder;
@@ -69,13 +62,10 @@ export class IdempotentExecution implements UnansweredRun {
   private streams = false;
   private callerGone?: () => boolean;
   private callerEnded?: () => void;
-  /** Watcher ticks its caller has been gone with nothing written; -1 while not watched. */
-  private silent = -1;
   /** The last value the handler emitted (a web `Response` carries the status it chose). */
   private returned: unknown;
-  /** A transactional run waiting for its answer: checked again soon (its transaction idles). */
-  private answerCheck?: NodeJS.Timeout;
-  private waitingSince = 0;
+  /** Made once its handler returned with nothing written yet; none for most other runs. */
+  private watch?: UnansweredWatch;
 
   constructor(
     private readonly options: ResolvedIdempotencyOptions,
@@ -283,7 +273,7 @@ export class IdempotentExecution implements UnansweredRun {
       this.threw = !streamedThenFailed;
     }
     if (!this.early || this.done) {
-      if (!errored && !this.done && this.callerGone) this.awaitAnswer();
+      if (!errored && !this.done && this.callerGone) this.awaitAnswer(this.callerGone);
       return;
     }
     if (streamedThenFailed) {
@@ -341,42 +331,22 @@ export class IdempotentExecution implements UnansweredRun {
     return this.recorder.completeAnyway(status, 'unrecorded');
   }
 
-  /**
-   * Its handler returned, and nothing is written yet: Nest writes a value, an app's late
-   * interceptor or hook its answer, a `@Res()` callback when it fires, but starts no stream (a
-   * web `Response`, a `Readable`, `res.download()`) for a caller that left. With the caller gone,
-   * the run is recorded without a body after a lease of silence, after 0.5 s when it holds a
-   * transaction open (idle meanwhile: `idle_in_transaction_session_timeout` would roll it back),
-   * and a `@Res()` handler's only past `maxHoldSeconds` (its callback may fire late); at once past
-   * `maxHoldSeconds`, or at a graceful shutdown. Never left to lapse.
-   */
-  private awaitAnswer(): void {
-    this.silent = 0;
-    this.waitingSince = performance.now();
-    const everyMs = (this.options.leaseSeconds * 1000) / 3;
-    watchUnanswered(this.inFlight, this, everyMs);
-    if (this.recorder.transaction?.active && !this.route.ownsResponse) {
-      this.answerCheck = setTimeout(() => this.concludeIfGone(), IDLE_TRANSACTION_WAIT_MS);
-      this.answerCheck.unref();
-    }
+  /** Nothing written yet: `UnansweredWatch` says when a caller that left is given up on. */
+  private awaitAnswer(callerGone: () => boolean): void {
+    this.watch ??= new UnansweredWatch(
+      this.options,
+      this.route,
+      this.inFlight,
+      this.heartbeat,
+      this.recorder,
+      callerGone,
+      () => this.callerLeft(),
+    );
+    this.watch.awaitAnswer();
   }
 
-  /** @internal Checked by the watcher while nothing is written: silence is counted in ticks. */
-  tick(): void {
-    this.silent = this.callerGone?.() ? this.silent + 1 : 0;
-    if (this.silent === 0) return;
-    if (this.heartbeat.expired || this.recorder.abortedBy) return this.concludeIfGone();
-    if (this.route.ownsResponse) return;
-    const idling =
-      this.recorder.transaction?.active &&
-      performance.now() - this.waitingSince >= IDLE_TRANSACTION_WAIT_MS;
-    if (this.silent >= 3 || idling) this.concludeIfGone();
-  }
-
-  /** @internal */
-  concludeIfGone(): void {
-    if (this.done || !this.callerGone?.()) return;
-    this.inFlight.unanswered.delete(this);
+  /** Its caller left with nothing written (`UnansweredWatch`): recorded without a body. */
+  private callerLeft(): void {
     // Single-commit, its transaction ended by the store: nothing of it was committed.
     if (this.recorder.abortedBy) {
       this.settle();
@@ -405,8 +375,7 @@ export class IdempotentExecution implements UnansweredRun {
       this.callerEnded?.();
     }
     this.done = true;
-    if (this.silent >= 0) this.inFlight.unanswered.delete(this);
-    if (this.answerCheck) clearTimeout(this.answerCheck);
+    this.watch?.stop();
   }
 
   private describe(): string {

@@ -10,7 +10,7 @@ export interface InFlightRuns {
   watcher?: NodeJS.Timeout;
 }
 
-/** A run whose handler returned while nothing was written yet (`IdempotentExecution`). */
+/** A run whose handler returned while nothing was written yet (`UnansweredWatch`). */
 export interface UnansweredRun {
   /** Every `everyMs` while it waits. */
   tick(): void;
