@@ -3,6 +3,7 @@ export const ALL_VARIANTS = [
   'baseline',
   'raw-sql',
   'raw-sql-padded',
+  'raw-store-sql',
   'store-direct',
   'raw-cache',
   'module',

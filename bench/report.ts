@@ -100,7 +100,9 @@ const targetPairs: [VariantName, VariantName, ScenarioName][] = [
   ['module-single', 'raw-single', 'first'],
   // Issue 18: the plain-driver core no slower than the TypeORM path.
   ...plainDriverPairs,
-  // Issue 19: the distance to the floor split into the store's part and the rest's.
+  // Issue 19: the distance to the floor split into the store's SQL, its JavaScript and the rest.
+  ['raw-store-sql', 'raw-sql', 'first'],
+  ['store-direct', 'raw-store-sql', 'first'],
   ['store-direct', 'raw-sql', 'first'],
   ['module-pg', 'store-direct', 'first'],
 ];

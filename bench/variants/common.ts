@@ -3,7 +3,16 @@
  * request) and the bootstrap that reports the port to the runner over IPC.
  */
 import 'reflect-metadata';
-import { Body, Controller, Post, Req, type Type } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Module,
+  type NestInterceptor,
+  Post,
+  Req,
+  type Type,
+  UseInterceptors,
+} from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import pg from 'pg';
@@ -115,6 +124,30 @@ export async function serve(module: Type, hooks: CloseHooks = {}): Promise<void>
   process.once('SIGTERM', close);
   process.once('disconnect', close);
   process.send?.({ type: 'ready', port });
+}
+
+/**
+ * A variant whose idempotency is one interceptor instance on its own pg pool (the hand-written
+ * floors and rulers): the handler writes through the same pool, which closes after the app.
+ */
+export async function serveBehindInterceptor(
+  variant: string,
+  interceptorOn: (pool: pg.Pool) => NestInterceptor,
+): Promise<void> {
+  const pool = createPool();
+  const interceptor = interceptorOn(pool);
+
+  @Module({
+    controllers: [
+      benchController(
+        (req, amount) => insertPayment(pool, req, amount, variant),
+        () => UseInterceptors(interceptor),
+      ),
+    ],
+  })
+  class InterceptedModule {}
+
+  await serve(InterceptedModule, { afterClose: () => pool.end() });
 }
 
 /**

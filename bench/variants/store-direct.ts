@@ -11,14 +11,12 @@ import {
   type CallHandler,
   ConflictException,
   type ExecutionContext,
-  Module,
   type NestInterceptor,
   UnprocessableEntityException,
-  UseInterceptors,
 } from '@nestjs/common';
 import { catchError, from, mergeMap, type Observable, of } from 'rxjs';
 import { IDEMPOTENCY_DEFAULTS, type Lease, PostgresIdempotencyStore } from '../../lib/index.js';
-import { benchController, createPool, insertPayment, serve } from './common.js';
+import { serveBehindInterceptor } from './common.js';
 import { rawScope } from './raw-interceptor.js';
 
 const { ttlSeconds, leaseSeconds } = IDEMPOTENCY_DEFAULTS;
@@ -64,19 +62,7 @@ class StoreDirectInterceptor implements NestInterceptor {
   }
 }
 
-const pool = createPool();
-const interceptor = new StoreDirectInterceptor(
-  new PostgresIdempotencyStore(pool, 'idempotency_keys'),
+await serveBehindInterceptor(
+  'store-direct',
+  (pool) => new StoreDirectInterceptor(new PostgresIdempotencyStore(pool, 'idempotency_keys')),
 );
-
-@Module({
-  controllers: [
-    benchController(
-      (req, amount) => insertPayment(pool, req, amount, 'store-direct'),
-      () => UseInterceptors(interceptor),
-    ),
-  ],
-})
-class StoreDirectModule {}
-
-await serve(StoreDirectModule, { afterClose: () => pool.end() });
